@@ -1,0 +1,33 @@
+//! Subcommands. Each module owns its clap args and its handler; handlers return the exit code.
+
+pub mod device;
+pub mod protocol;
+pub mod safety;
+pub mod sim;
+
+/// Flags every subcommand takes.
+#[derive(Debug, clap::Args)]
+pub struct Global {
+    /// adb server to use, as HOST:PORT (default: ADB_SERVER_SOCKET, ANDROID_ADB_SERVER_PORT, 127.0.0.1:5037).
+    #[arg(long, global = true, value_name = "HOST:PORT")]
+    pub adb: Option<String>,
+    /// More logging (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the level.
+pub fn init_tracing(g: &Global) {
+    let level = match g.verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

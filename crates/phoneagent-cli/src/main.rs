@@ -1,0 +1,67 @@
+//! `phoneagent`: the command-line front end over the PhoneAgent runtime (SPEC C1-C3).
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// PhoneAgent: carries out a task on an Android phone by looking at screenshots, under a safety
+/// gate that never lets an irreversible action happen without the right confirmation.
+#[derive(Debug, Parser)]
+#[command(name = "phoneagent", version, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    global: cmd::Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List connected phones with their state and the fix for each problem.
+    Devices(cmd::device::DevicesArgs),
+    /// Check that a phone (and the model endpoint) is ready, with a fix for each failed check.
+    Doctor(cmd::device::DoctorArgs),
+    /// Save a screenshot of the phone as PNG.
+    Screenshot(cmd::device::ScreenshotArgs),
+    /// The virtual phone: serve it over the ADB protocol, read its ground truth.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
+    /// Inspect the action protocol.
+    #[command(subcommand)]
+    Protocol(cmd::protocol::ProtocolCommand),
+    /// Inspect the safety gate.
+    #[command(subcommand)]
+    Safety(cmd::safety::SafetyCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    cmd::init_tracing(&cli.global);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Devices(a) => cmd::device::devices(&cli.global, a).await,
+            Command::Doctor(a) => cmd::device::doctor(&cli.global, a).await,
+            Command::Screenshot(a) => cmd::device::screenshot(&cli.global, a).await,
+            Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
+            Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,
+            Command::Safety(c) => cmd::safety::run(&cli.global, c).await,
+        }
+    });
+    match result {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Types of the device layer.
+
+use phoneagent_protocol::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+/// A captured screen (SPEC D3).
+#[derive(Clone)]
+pub struct Screenshot {
+    /// The PNG bytes as the device produced them (or encoded on the host from raw).
+    pub png: bytes::Bytes,
+    /// Decoded pixels; its size is the truth for the screen size.
+    pub image: std::sync::Arc<image::RgbaImage>,
+    /// True when the frame is all black/blank: a protected window (`screenshot_blocked`).
+    pub blocked: bool,
+    /// Capture time in ms (command round trip + decode).
+    pub capture_ms: u32,
+}
+
+impl std::fmt::Debug for Screenshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Screenshot")
+            .field("width", &self.image.width())
+            .field("height", &self.image.height())
+            .field("png_bytes", &self.png.len())
+            .field("blocked", &self.blocked)
+            .finish()
+    }
+}
+
+/// Key events the agent may send (SPEC D4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyCode {
+    /// KEYCODE_HOME (3).
+    Home,
+    /// KEYCODE_BACK (4).
+    Back,
+    /// KEYCODE_ENTER (66).
+    Enter,
+}
+
+impl KeyCode {
+    /// The Android keycode number.
+    pub fn code(self) -> u32 {
+        match self {
+            Self::Home => 3,
+            Self::Back => 4,
+            Self::Enter => 66,
+        }
+    }
+}
+
+/// Device state as the adb server lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceState {
+    /// Ready.
+    Device,
+    /// USB debugging prompt not accepted.
+    Unauthorized,
+    /// Not responding.
+    Offline,
+    /// Any other state string (`recovery`, `bootloader`, `no permissions`, …).
+    Other(String),
+}
+
+/// How the device is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// USB cable.
+    Usb,
+    /// `adb connect host:port` / emulator.
+    Tcp,
+}
+
+/// One row of the device list (SPEC D1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// ADB serial.
+    pub serial: String,
+    /// State.
+    pub state: DeviceState,
+    /// `model:` from `devices -l`, if given.
+    pub model: Option<String>,
+    /// Transport.
+    pub transport: Transport,
+    /// What the user should do when the state is not `device`.
+    pub fix: Option<String>,
+}
+
+/// One preflight check (SPEC D2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadinessCheck {
+    /// Stable check name (`state`, `screen_size`, `density`, `rotation`, `adb_keyboard`, `screenshot`, `input`).
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What was found.
+    pub detail: String,
+    /// Plain-language fix when it failed.
+    pub fix: Option<String>,
+}
+
+/// Result of [`crate::Device::readiness`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// ADB serial.
+    pub serial: String,
+    /// All checks.
+    pub checks: Vec<ReadinessCheck>,
+}
+
+impl Readiness {
+    /// True when every check passed, except `adb_keyboard` which only limits text to ASCII.
+    pub fn ready(&self) -> bool {
+        self.checks.iter().all(|c| c.ok || c.name == "adb_keyboard")
+    }
+}
+
+/// Errors of the device layer. Each maps to a stable [`ErrorCode`] and carries a fix for the user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// No device connected.
+    #[error(
+        "no Android device found: connect a phone with USB debugging on, or start the virtual phone (`phoneagent sim serve`)"
+    )]
+    NoDevice,
+    /// Several devices and none chosen.
+    #[error("several devices are connected ({}): choose one with --serial or ANDROID_SERIAL", serials.join(", "))]
+    MultipleDevices {
+        /// The candidates.
+        serials: Vec<String>,
+    },
+    /// Device has not authorized this computer.
+    #[error(
+        "device {serial} is unauthorized: unlock the phone and accept the \"Allow USB debugging\" prompt"
+    )]
+    Unauthorized {
+        /// ADB serial.
+        serial: String,
+    },
+    /// Device offline.
+    #[error("device {serial} is offline: unplug and replug the cable, or run `adb reconnect`")]
+    Offline {
+        /// ADB serial.
+        serial: String,
+    },
+    /// The device vanished mid-command (D6): the runtime waits for the same serial.
+    #[error("device {serial} was lost during `{command}`: {detail}")]
+    DeviceLost {
+        /// ADB serial.
+        serial: String,
+        /// The command in flight.
+        command: String,
+        /// What the transport said.
+        detail: String,
+    },
+    /// No adb server at the address.
+    #[error(
+        "cannot reach the adb server at {addr}: {detail} (start it with `adb start-server`, or pass --adb HOST:PORT)"
+    )]
+    AdbServerUnreachable {
+        /// host:port tried.
+        addr: String,
+        /// OS error.
+        detail: String,
+    },
+    /// A protocol-level failure (`FAIL` reply, malformed data).
+    #[error("adb protocol error: {0}")]
+    Protocol(String),
+    /// `input` refused: INJECT_EVENTS permission (Xiaomi/MIUI).
+    #[error(
+        "the phone refused simulated input (INJECT_EVENTS): turn on Developer options → \"USB debugging (Security settings)\" (Xiaomi/MIUI), then retry"
+    )]
+    InjectEventsDenied,
+    /// A shell command failed.
+    #[error("`{command}` failed: {detail}")]
+    CommandFailed {
+        /// The command.
+        command: String,
+        /// stderr / output.
+        detail: String,
+    },
+    /// Screenshot capture failed after retries.
+    #[error("screenshot failed after {attempts} attempts: {detail}")]
+    ScreenshotFailed {
+        /// Attempts made.
+        attempts: u32,
+        /// Last error.
+        detail: String,
+    },
+    /// Non-ASCII text without ADB Keyboard.
+    #[error(
+        "typing non-ASCII text needs ADB Keyboard: install it (com.android.adbkeyboard) on the phone, or use ASCII-only text"
+    )]
+    AdbKeyboardMissing,
+    /// IME switch/restore failed.
+    #[error("could not switch the input method: {0}")]
+    ImeSwitchFailed(String),
+    /// Cancelled by the caller.
+    #[error("cancelled")]
+    Cancelled,
+    /// I/O error.
+    #[error("I/O error talking to adb: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl DeviceError {
+    /// The stable code for UI and recovery (SPEC R5).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::NoDevice => ErrorCode::NoDevice,
+            Self::MultipleDevices { .. } => ErrorCode::MultipleDevices,
+            Self::Unauthorized { .. } => ErrorCode::DeviceUnauthorized,
+            Self::Offline { .. } => ErrorCode::DeviceOffline,
+            Self::DeviceLost { .. } => ErrorCode::DeviceLost,
+            Self::AdbServerUnreachable { .. } => ErrorCode::AdbServerUnreachable,
+            Self::Protocol(_) | Self::CommandFailed { .. } | Self::Io(_) => ErrorCode::AdbProtocol,
+            Self::InjectEventsDenied => ErrorCode::InjectEventsDenied,
+            Self::ScreenshotFailed { .. } => ErrorCode::ScreenshotFailed,
+            Self::AdbKeyboardMissing => ErrorCode::AdbKeyboardMissing,
+            Self::ImeSwitchFailed(_) => ErrorCode::ImeSwitchFailed,
+            Self::Cancelled => ErrorCode::Cancelled,
+        }
+    }
+
+    /// True when the runtime should pause in `device_lost` and wait for the serial (D6).
+    pub fn is_device_lost(&self) -> bool {
+        matches!(self, Self::DeviceLost { .. } | Self::Offline { .. })
+    }
+}

@@ -1,0 +1,3 @@
+//! # phoneagent-testkit
+//!
+//! PhoneAgent's test kit: the scripted OpenAI-compatible model server (SPEC V5) and shared fixtures.
