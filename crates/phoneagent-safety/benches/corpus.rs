@@ -1,0 +1,2 @@
+//! Corpus benchmark (being written by the safety engineer).
+fn main() {}

@@ -1,0 +1,696 @@
+//! Classification of one executing call into a risk tier with reasons (SPEC S2, S3, S4).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use phoneagent_protocol::RiskTier;
+use serde::{Deserialize, Serialize};
+
+use crate::boundary::BoundarySet;
+use crate::error::Result;
+use crate::input::{GateInput, Tool};
+use crate::lexicon::{Category, Hit, Lexicon};
+use crate::normalize::normalize;
+use crate::redact::redact_text;
+
+pub use crate::lexicon::EffectKind;
+
+/// How close (in characters) a commit verb and an irreversible object must be, with no clause
+/// punctuation between, to count as a commit ("确认并支付", "Confirm the payment").
+pub const COMMIT_WINDOW_CHARS: usize = 8;
+
+/// Longest evidence string kept in a [`Reason`], in characters (after redaction).
+pub const EVIDENCE_MAX_CHARS: usize = 48;
+
+/// Stable code of one reason (SPEC S3, S4, S9). Ordered as the rules of S3 apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    /// The model declared `sensitive=true` → hard, before any tool branch.
+    SelfDeclaredSensitive,
+    /// The task forbids this effect ("不要发送", "don't pay") → blocked with zero touches (S4).
+    NegatedTaskBoundary,
+    /// `type_text` into a field the device reports as a password field → hard.
+    PasswordField,
+    /// `type_text` content in the credential/OTP domain (shape or word) → hard.
+    CredentialText,
+    /// `launch_app` of a payment/bank-like app → soft (launching is reversible).
+    PaymentAppLaunch,
+    /// A commit phrase, or a commit verb next to an irreversible object → hard.
+    CommitIrreversible,
+    /// An irreversible object without a commit verb ("删除", "支付方式") → soft.
+    IrreversibleObject,
+    /// A tap/long-press target (or a type_text field description) in the credential/OTP
+    /// domain → hard.
+    CredentialTarget,
+    /// Another policy-word hit → soft.
+    PolicyWord,
+    /// The built-in lexicons could not be loaded; the gate fails closed → hard.
+    LexiconUnavailable,
+}
+
+impl ReasonCode {
+    /// The snake_case code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SelfDeclaredSensitive => "self_declared_sensitive",
+            Self::NegatedTaskBoundary => "negated_task_boundary",
+            Self::PasswordField => "password_field",
+            Self::CredentialText => "credential_text",
+            Self::PaymentAppLaunch => "payment_app_launch",
+            Self::CommitIrreversible => "commit_irreversible",
+            Self::IrreversibleObject => "irreversible_object",
+            Self::CredentialTarget => "credential_target",
+            Self::PolicyWord => "policy_word",
+            Self::LexiconUnavailable => "lexicon_unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the evidence of a reason came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A flag of the call (`sensitive`) or the device (`target_is_password_field`).
+    Flag,
+    /// The model's `target_description`.
+    TargetDescription,
+    /// The tool's text argument (typed text, app name).
+    Text,
+    /// The model's `reason`.
+    Reason,
+    /// OCR text around the target.
+    Ocr,
+    /// The user's task (negated boundaries).
+    Task,
+    /// The gate itself (lexicons unavailable).
+    Gate,
+}
+
+/// One reason for a tier: a stable code, the tier it alone implies, where it was found, and the
+/// matched evidence — redacted (phone numbers, e-mail, codes, keys masked) and at most
+/// [`EVIDENCE_MAX_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// Stable code.
+    pub code: ReasonCode,
+    /// The tier this reason alone implies.
+    pub tier: RiskTier,
+    /// Where the evidence was found.
+    pub source: Source,
+    /// The matched text, redacted then truncated.
+    pub evidence: String,
+    /// The irreversible effect, for commits, objects and boundaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<EffectKind>,
+    /// The lexicon entry that matched, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+}
+
+/// The result of classifying one call: the tier (maximum over its reasons, `none` when there
+/// are none) and the reasons in rule order (SPEC S3, S9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Classification {
+    /// The tier: `none`, `soft` or `hard`. (`reviewer` is the effective tier of a soft call in
+    /// reviewer mode, set by [`crate::decide`], never by classification.)
+    pub tier: RiskTier,
+    /// Why, in the order of the S3 rules.
+    pub reasons: Vec<Reason>,
+}
+
+impl Classification {
+    /// The reason with this code, if any.
+    pub fn reason(&self, code: ReasonCode) -> Option<&Reason> {
+        self.reasons.iter().find(|r| r.code == code)
+    }
+
+    /// True when some reason has this code.
+    pub fn has(&self, code: ReasonCode) -> bool {
+        self.reason(code).is_some()
+    }
+
+    /// The reason a receipt or console notice leads with: the first hard reason, else the first.
+    pub fn primary(&self) -> Option<&Reason> {
+        self.reasons
+            .iter()
+            .find(|r| r.tier == RiskTier::Hard)
+            .or_else(|| self.reasons.first())
+    }
+
+    fn push(&mut self, r: Reason) {
+        let dup = self.reasons.iter().any(|o| {
+            o.code == r.code && o.source == r.source && o.evidence == r.evidence && o.kind == r.kind
+        });
+        if !dup {
+            self.tier = self.tier.max(r.tier);
+            self.reasons.push(r);
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.reasons.sort_by_key(|r| (r.code, r.source));
+        self
+    }
+}
+
+/// The gate: compiled lexicons plus the classification rules. Cheap to share (`&Gate`);
+/// classification is pure and allocation-light.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    lexicon: Lexicon,
+}
+
+/// What a scan of one target text found (internal).
+#[derive(Debug, Default)]
+pub(crate) struct TargetScan {
+    /// Commit hits: (kind, evidence span text, entry id).
+    pub(crate) commits: Vec<(EffectKind, String, String)>,
+    /// Bare object hits not part of a commit.
+    pub(crate) objects: Vec<(EffectKind, String, String)>,
+    /// Credential words: (evidence, entry id, typed_only).
+    pub(crate) credentials: Vec<(String, String, bool)>,
+    /// Policy words (including bare commit verbs listed as policy words).
+    pub(crate) policy: Vec<(String, String)>,
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// Characters that end a clause: a verb and an object on either side are not "together".
+pub(crate) fn is_clause_break(c: char) -> bool {
+    matches!(
+        c,
+        '。' | '，' | ',' | '.' | ';' | '；' | '!' | '！' | '?' | '？' | '\n' | '、' | '|'
+    )
+}
+
+/// True when spans `a` and `b` do not overlap and the text between them is at most `max`
+/// characters with no clause punctuation.
+pub(crate) fn near(text: &str, a: (usize, usize), b: (usize, usize), max: usize) -> bool {
+    if overlaps(a, b) {
+        return false;
+    }
+    let (lo, hi) = if a.1 <= b.0 { (a.1, b.0) } else { (b.1, a.0) };
+    let Some(gap) = text.get(lo..hi) else {
+        return false;
+    };
+    let mut n = 0;
+    for c in gap.chars() {
+        if is_clause_break(c) {
+            return false;
+        }
+        n += 1;
+        if n > max {
+            return false;
+        }
+    }
+    true
+}
+
+fn evidence(s: &str) -> String {
+    let red = redact_text(s);
+    let t = red.trim();
+    if t.chars().count() <= EVIDENCE_MAX_CHARS {
+        t.to_string()
+    } else {
+        let mut out: String = t.chars().take(EVIDENCE_MAX_CHARS).collect();
+        out.push('…');
+        out
+    }
+}
+
+fn builtin_gate() -> &'static std::result::Result<Gate, String> {
+    static GATE: OnceLock<std::result::Result<Gate, String>> = OnceLock::new();
+    GATE.get_or_init(|| Gate::builtin().map_err(|e| e.to_string()))
+}
+
+/// Classify one call with the built-in lexicons (see [`Gate::classify`]). The lexicons are
+/// compiled once per process. Should they fail to load (the crate's tests rule that out), every
+/// gated call is `hard` with reason `lexicon_unavailable`: the gate fails closed (SPEC P2).
+pub fn classify(input: &GateInput) -> Classification {
+    match builtin_gate() {
+        Ok(g) => g.classify(input),
+        Err(msg) => {
+            let mut c = Classification::default();
+            if input.tool.is_gated() {
+                c.push(Reason {
+                    code: ReasonCode::LexiconUnavailable,
+                    tier: RiskTier::Hard,
+                    source: Source::Gate,
+                    evidence: evidence(msg),
+                    kind: None,
+                    entry: None,
+                });
+            }
+            c
+        }
+    }
+}
+
+impl Gate {
+    /// A gate over the built-in lexicons.
+    ///
+    /// # Errors
+    /// Only if a built-in lexicon file is broken (ruled out by the crate's tests).
+    pub fn builtin() -> Result<Self> {
+        Ok(Self::new(Lexicon::builtin()?))
+    }
+
+    /// A gate over the built-in lexicons extended by the user's lexicon file at `path` (entries
+    /// with a built-in id replace it; new ids are added).
+    ///
+    /// # Errors
+    /// Any [`crate::Error`] of [`Lexicon::load_file`], naming the file, the entry and what is wrong.
+    pub fn with_user_lexicon(path: &Path) -> Result<Self> {
+        let mut lex = Lexicon::builtin()?;
+        lex.extend(Lexicon::load_file(path)?);
+        Ok(Self::new(lex))
+    }
+
+    /// A gate over exactly these lexicons.
+    pub fn new(lexicon: Lexicon) -> Self {
+        Self { lexicon }
+    }
+
+    /// The lexicons in use.
+    pub fn lexicon(&self) -> &Lexicon {
+        &self.lexicon
+    }
+
+    /// The negated boundaries of a task (SPEC S4), e.g. "不要发送" → {send}.
+    pub fn boundaries(&self, task: &str) -> BoundarySet {
+        BoundarySet::parse(&self.lexicon, task)
+    }
+
+    /// Classify one call (SPEC S2, S3, S4). Parses the boundaries of `input.task`; when many
+    /// calls share a task, parse once with [`Gate::boundaries`] and use
+    /// [`Gate::classify_with`].
+    pub fn classify(&self, input: &GateInput) -> Classification {
+        let boundaries = input
+            .task
+            .as_deref()
+            .map(|t| self.boundaries(t))
+            .unwrap_or_default();
+        self.classify_with(input, &boundaries)
+    }
+
+    /// Classify one call against already parsed task boundaries.
+    ///
+    /// Rules, in the order of SPEC S3 (every text source is classified on its own; the tier is
+    /// the maximum, so no source can lower what another found):
+    /// 1. not an executing tool → `none`, no reasons (S2);
+    /// 2. `sensitive=true` → hard `self_declared_sensitive` (before any tool branch);
+    /// 3. `type_text`: known password field → hard `password_field`; credential/OTP shapes or
+    ///    words in the typed text → hard `credential_text`; credential words in the field's
+    ///    description/reason/OCR → hard `credential_target`; objects and policy words there →
+    ///    soft;
+    /// 4. `launch_app`: payment/bank-like app → soft `payment_app_launch`; objects and policy
+    ///    words → soft;
+    /// 5. tap / double tap / long press, on target description, reason and OCR text: commit
+    ///    phrase or commit verb next to an irreversible object → hard `commit_irreversible`;
+    ///    bare object → soft `irreversible_object`; credential words → hard
+    ///    `credential_target`; other policy words → soft `policy_word`; an effect the task
+    ///    forbids → hard `negated_task_boundary` (S4).
+    pub fn classify_with(&self, input: &GateInput, boundaries: &BoundarySet) -> Classification {
+        let mut c = Classification::default();
+        if !input.tool.is_gated() {
+            return c;
+        }
+        if input.sensitive {
+            c.push(Reason {
+                code: ReasonCode::SelfDeclaredSensitive,
+                tier: RiskTier::Hard,
+                source: Source::Flag,
+                evidence: "sensitive=true".into(),
+                kind: None,
+                entry: None,
+            });
+        }
+        let sources: [(Source, Option<&str>); 3] = [
+            (
+                Source::TargetDescription,
+                input.target_description.as_deref(),
+            ),
+            (Source::Reason, input.reason.as_deref()),
+            (Source::Ocr, input.ocr_text.as_deref()),
+        ];
+        match input.tool {
+            Tool::TypeText => self.type_text(input, &sources, &mut c),
+            Tool::LaunchApp => self.launch_app(input, &sources, &mut c),
+            _ => self.touch(&sources, boundaries, &mut c),
+        }
+        c.finish()
+    }
+
+    fn type_text(
+        &self,
+        input: &GateInput,
+        sources: &[(Source, Option<&str>)],
+        c: &mut Classification,
+    ) {
+        if input.target_is_password_field == Some(true) {
+            c.push(Reason {
+                code: ReasonCode::PasswordField,
+                tier: RiskTier::Hard,
+                source: Source::Flag,
+                evidence: "target_is_password_field=true".into(),
+                kind: None,
+                entry: None,
+            });
+        }
+        if let Some(text) = input.text.as_deref() {
+            let norm = normalize(text);
+            for h in self.lexicon.hits(Category::CredentialShape, &norm) {
+                c.push(self.reason_at(
+                    ReasonCode::CredentialText,
+                    RiskTier::Hard,
+                    Source::Text,
+                    &norm,
+                    h,
+                    None,
+                ));
+            }
+            let masked = mask(&self.lexicon, &norm);
+            for h in self.lexicon.hits(Category::CredentialWord, &masked) {
+                c.push(self.reason_at(
+                    ReasonCode::CredentialText,
+                    RiskTier::Hard,
+                    Source::Text,
+                    &masked,
+                    h,
+                    None,
+                ));
+            }
+        }
+        for &(source, text) in sources {
+            let Some(text) = text else { continue };
+            let scan = self.scan(text);
+            for (ev, id, _typed_only) in scan.credentials {
+                c.push(reason(
+                    ReasonCode::CredentialTarget,
+                    RiskTier::Hard,
+                    source,
+                    &ev,
+                    None,
+                    id,
+                ));
+            }
+            for (kind, ev, id) in scan.commits.into_iter().chain(scan.objects) {
+                c.push(reason(
+                    ReasonCode::IrreversibleObject,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    Some(kind),
+                    id,
+                ));
+            }
+            for (ev, id) in scan.policy {
+                c.push(reason(
+                    ReasonCode::PolicyWord,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    None,
+                    id,
+                ));
+            }
+        }
+    }
+
+    fn launch_app(
+        &self,
+        input: &GateInput,
+        sources: &[(Source, Option<&str>)],
+        c: &mut Classification,
+    ) {
+        let names = [
+            (Source::Text, input.text.as_deref()),
+            (
+                Source::TargetDescription,
+                input.target_description.as_deref(),
+            ),
+        ];
+        for (source, name) in names {
+            let Some(name) = name else { continue };
+            let norm = normalize(name);
+            for h in self.lexicon.hits(Category::PaymentApp, &norm) {
+                c.push(self.reason_at(
+                    ReasonCode::PaymentAppLaunch,
+                    RiskTier::Soft,
+                    source,
+                    &norm,
+                    h,
+                    None,
+                ));
+            }
+        }
+        for &(source, text) in sources.iter().chain(names.iter()) {
+            let Some(text) = text else { continue };
+            let scan = self.scan(text);
+            for (kind, ev, id) in scan.commits.into_iter().chain(scan.objects) {
+                c.push(reason(
+                    ReasonCode::IrreversibleObject,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    Some(kind),
+                    id,
+                ));
+            }
+            for (ev, id) in scan.policy {
+                c.push(reason(
+                    ReasonCode::PolicyWord,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    None,
+                    id,
+                ));
+            }
+        }
+    }
+
+    fn touch(
+        &self,
+        sources: &[(Source, Option<&str>)],
+        boundaries: &BoundarySet,
+        c: &mut Classification,
+    ) {
+        for &(source, text) in sources {
+            let Some(text) = text else { continue };
+            let scan = self.scan(text);
+            if !boundaries.is_empty() {
+                // What the action points at: commits anywhere; bare objects only in what the
+                // model names as its target (or OCR around it). The reason is read with its own
+                // negations removed ("don't send yet, save the draft" is not about sending).
+                let for_boundary = if source == Source::Reason {
+                    self.scan(&crate::boundary::strip_negated(&self.lexicon, text))
+                } else {
+                    TargetScan {
+                        commits: scan.commits.clone(),
+                        objects: scan.objects.clone(),
+                        ..TargetScan::default()
+                    }
+                };
+                let mut hits: Vec<(EffectKind, &str)> = for_boundary
+                    .commits
+                    .iter()
+                    .map(|(k, ev, _)| (*k, ev.as_str()))
+                    .collect();
+                if source != Source::Reason {
+                    hits.extend(
+                        for_boundary
+                            .objects
+                            .iter()
+                            .map(|(k, ev, _)| (*k, ev.as_str())),
+                    );
+                }
+                for (kind, ev) in hits {
+                    if let Some(b) = boundaries.forbids(kind) {
+                        c.push(Reason {
+                            code: ReasonCode::NegatedTaskBoundary,
+                            tier: RiskTier::Hard,
+                            source,
+                            evidence: evidence(&format!("{} ⇢ {}", b.phrase, ev)),
+                            kind: Some(kind),
+                            entry: Some(b.entry.clone()),
+                        });
+                    }
+                }
+            }
+            for (kind, ev, id) in scan.commits {
+                c.push(reason(
+                    ReasonCode::CommitIrreversible,
+                    RiskTier::Hard,
+                    source,
+                    &ev,
+                    Some(kind),
+                    id,
+                ));
+            }
+            for (kind, ev, id) in scan.objects {
+                c.push(reason(
+                    ReasonCode::IrreversibleObject,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    Some(kind),
+                    id,
+                ));
+            }
+            for (ev, id, typed_only) in scan.credentials {
+                if !typed_only {
+                    c.push(reason(
+                        ReasonCode::CredentialTarget,
+                        RiskTier::Hard,
+                        source,
+                        &ev,
+                        None,
+                        id,
+                    ));
+                }
+            }
+            for (ev, id) in scan.policy {
+                c.push(reason(
+                    ReasonCode::PolicyWord,
+                    RiskTier::Soft,
+                    source,
+                    &ev,
+                    None,
+                    id,
+                ));
+            }
+        }
+    }
+
+    fn reason_at(
+        &self,
+        code: ReasonCode,
+        tier: RiskTier,
+        source: Source,
+        text: &str,
+        h: Hit,
+        kind: Option<crate::lexicon::EffectKind>,
+    ) -> Reason {
+        Reason {
+            code,
+            tier,
+            source,
+            evidence: evidence(text.get(h.start..h.end).unwrap_or_default()),
+            kind,
+            entry: Some(self.lexicon.entry(h.entry).spec.id.clone()),
+        }
+    }
+
+    /// Scan one target text for commits, objects, credential words and policy words.
+    pub(crate) fn scan(&self, raw: &str) -> TargetScan {
+        let mut out = TargetScan::default();
+        let norm = normalize(raw);
+        if norm.is_empty() {
+            return out;
+        }
+        let text = mask(&self.lexicon, &norm);
+        let span_text = |h: &Hit| text.get(h.start..h.end).unwrap_or_default().to_string();
+        let id = |h: &Hit| self.lexicon.entry(h.entry).spec.id.clone();
+        let kind = |h: &Hit| self.lexicon.entry(h.entry).spec.kind;
+
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for h in self.lexicon.hits(Category::CommitPhrase, &text) {
+            if let Some(k) = kind(&h) {
+                out.commits.push((k, span_text(&h), id(&h)));
+                taken.push((h.start, h.end));
+            }
+        }
+        let verbs = self.lexicon.hits(Category::CommitVerb, &text);
+        for o in self.lexicon.hits(Category::IrreversibleObject, &text) {
+            let Some(k) = kind(&o) else { continue };
+            let os = (o.start, o.end);
+            if taken.iter().any(|&t| overlaps(t, os)) {
+                continue;
+            }
+            let verb = verbs
+                .iter()
+                .find(|v| near(&text, (v.start, v.end), os, COMMIT_WINDOW_CHARS));
+            match verb {
+                Some(v) => {
+                    let (lo, hi) = (v.start.min(o.start), v.end.max(o.end));
+                    out.commits.push((
+                        k,
+                        text.get(lo..hi).unwrap_or_default().to_string(),
+                        format!("{}+{}", id(v), id(&o)),
+                    ));
+                    taken.push((lo, hi));
+                }
+                None => {
+                    out.objects.push((k, span_text(&o), id(&o)));
+                }
+            }
+        }
+        for h in self.lexicon.hits(Category::CredentialWord, &text) {
+            let typed_only = self.lexicon.entry(h.entry).spec.typed_only;
+            out.credentials.push((span_text(&h), id(&h), typed_only));
+        }
+        let objects_spans: Vec<(usize, usize)> = self
+            .lexicon
+            .hits(Category::IrreversibleObject, &text)
+            .iter()
+            .map(|h| (h.start, h.end))
+            .collect();
+        for h in self.lexicon.hits(Category::PolicyWord, &text) {
+            let s = (h.start, h.end);
+            if taken
+                .iter()
+                .chain(objects_spans.iter())
+                .any(|&t| overlaps(t, s))
+            {
+                continue;
+            }
+            out.policy.push((span_text(&h), id(&h)));
+        }
+        out
+    }
+}
+
+/// Blank benign look-alikes in normalized text (one space per character, SPEC S3).
+pub(crate) fn mask(lexicon: &Lexicon, norm: &str) -> String {
+    let benign = lexicon.hits(Category::Benign, norm);
+    if benign.is_empty() {
+        return norm.to_string();
+    }
+    norm.char_indices()
+        .map(|(i, ch)| {
+            if benign.iter().any(|h| i >= h.start && i < h.end) {
+                ' '
+            } else {
+                ch
+            }
+        })
+        .collect()
+}
+
+fn reason(
+    code: ReasonCode,
+    tier: RiskTier,
+    source: Source,
+    ev: &str,
+    kind: Option<EffectKind>,
+    entry: String,
+) -> Reason {
+    Reason {
+        code,
+        tier,
+        source,
+        evidence: evidence(ev),
+        kind,
+        entry: Some(entry),
+    }
+}
