@@ -7,17 +7,39 @@
 //!   device pixels) and the coordinate-space names of the contract (SPEC M4, M5).
 //! * [`safety`]: access modes and risk tiers (SPEC S1, S3).
 //! * [`error`]: stable error codes that reach the UI (`{code, message}`), never matched as strings.
+//! * [`do_grammar`]: the `do(...)` text grammar parser ([`parse_do`], SPEC A2), with
+//!   [`render`] ([`render_do`], its canonical form) and [`prompt`] ([`do_grammar_prompt`]).
+//! * [`tools`]: the OpenAI function-calling front end ([`tool_schemas`], [`parse_tool_call`]).
+//! * [`swipe`]: swipe direction semantics ([`check_swipe`], SPEC A5).
+//! * [`parse_error`]: [`ParseError`] — why an answer was rejected, with a stable kind and position.
+//! * [`options`]: per-run bounds and capabilities of both front ends ([`ParseOptions`]).
 //!
 //! Dependencies point one way: this crate depends on no other PhoneAgent crate.
 
 pub mod action;
+pub mod do_grammar;
 pub mod error;
 pub mod geometry;
+pub mod options;
+pub mod parse_error;
+pub mod prompt;
+pub mod render;
 pub mod safety;
+mod schema;
+pub mod swipe;
+pub mod tools;
 
 pub use action::{Action, ActionKind, TaskItem};
+pub use do_grammar::{DoOutput, parse_do, parse_do_output};
 pub use error::ErrorCode;
 pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };
+pub use options::{ParseOptions, ToolOptions};
+pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
+pub use prompt::do_grammar_prompt;
+pub use render::render_do;
 pub use safety::{AccessMode, RiskTier};
+pub use schema::{DEFAULT_INTERACT_QUESTION, TOOL_NAMES};
+pub use swipe::{SwipeDirection, check_swipe};
+pub use tools::{ToolCall, extract_tool_calls, parse_tool_call, parse_tool_calls, tool_schemas};
