@@ -1,0 +1,92 @@
+// Typed wrappers over the app's Tauri commands. Argument and result types come from the Rust
+// types through ts-rs (./bindings, generated; see scripts/test-app.sh for the staleness check).
+import { Channel, invoke } from '@tauri-apps/api/core';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+import type { AnswerInput } from './bindings/AnswerInput';
+import type { AppError } from './bindings/AppError';
+import type { AppInfo } from './bindings/AppInfo';
+import type { AppSettings } from './bindings/AppSettings';
+import type { CheckView } from './bindings/CheckView';
+import type { DevicesView } from './bindings/DevicesView';
+import type { ExportResult } from './bindings/ExportResult';
+import type { KeyStatus } from './bindings/KeyStatus';
+import type { LedgerRow } from './bindings/LedgerRow';
+import type { MirrorMessage } from './bindings/MirrorMessage';
+import type { PendingRequest } from './bindings/PendingRequest';
+import type { RunEnded } from './bindings/RunEnded';
+import type { RunSummary } from './bindings/RunSummary';
+import type { SelectedDevice } from './bindings/SelectedDevice';
+import type { StartRunRequest } from './bindings/StartRunRequest';
+import type { VirtualPhone } from './bindings/VirtualPhone';
+import type { EventEnvelope } from './events';
+
+export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
+
+/** Normalise anything thrown by `invoke` into `{code, message}`. */
+export function asAppError(e: unknown): AppError {
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
+    return { code: String((e as AppError).code), message: String((e as AppError).message) };
+  }
+  return { code: 'internal', message: String(e) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw asAppError(e);
+  }
+}
+
+export const api = {
+  appInfo: () => call<AppInfo>('get_app_info'),
+  listDevices: () => call<DevicesView>('list_devices'),
+  selectDevice: (adbAddr: string, serial: string) => call<SelectedDevice>('select_device', { adbAddr, serial }),
+  startVirtualPhone: () => call<VirtualPhone>('start_virtual_phone'),
+  readiness: () => call<CheckView[]>('device_readiness'),
+  mirrorStart: (onMessage: (m: MirrorMessage) => void) => {
+    const channel = new Channel<MirrorMessage>();
+    channel.onmessage = onMessage;
+    return call<void>('mirror_start', { channel });
+  },
+  mirrorStop: () => call<void>('mirror_stop'),
+  takeOverTap: (x: number, y: number) => call<void>('take_over_tap', { x, y }),
+  takeOverSwipe: (x1: number, y1: number, x2: number, y2: number, durationMs: number) =>
+    call<void>('take_over_swipe', { x1, y1, x2, y2, durationMs }),
+  pendingRequests: () => call<PendingRequest[]>('pending_requests'),
+  answer: (id: string, answer: AnswerInput) => call<void>('answer_request', { id, answer }),
+  startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
+  stopRun: () => call<void>('stop_run'),
+  activeRun: () => call<string | null>('active_run'),
+  recentTasks: () => call<string[]>('recent_tasks'),
+  getSettings: () => call<AppSettings>('get_settings'),
+  saveSettings: (settings: AppSettings) => call<void>('save_settings', { settings }),
+  keyStatus: (entries: string[]) => call<KeyStatus[]>('key_status', { entries }),
+  setApiKey: (entry: string, key: string) => call<void>('set_api_key', { entry, key }),
+  deleteApiKey: (entry: string) => call<boolean>('delete_api_key', { entry }),
+  listRuns: (limit: number) => call<RunSummary[]>('list_runs', { limit }),
+  runEvents: (runId: string) => call<EventEnvelope[]>('run_events', { runId }),
+  screenshot: (sha256: string) => call<string>('get_screenshot', { sha256 }),
+  ledger: (runId: string) => call<LedgerRow[]>('run_ledger', { runId }),
+  exportRun: (runId: string, format: 'json' | 'html') => call<ExportResult>('export_run', { runId, format }),
+};
+
+export function onAgentEvent(f: (e: EventEnvelope) => void): Promise<UnlistenFn> {
+  return listen<EventEnvelope>('agent-event', (ev) => f(ev.payload));
+}
+
+export function onRunEnded(f: (e: RunEnded) => void): Promise<UnlistenFn> {
+  return listen<RunEnded>('run-ended', (ev) => f(ev.payload));
+}
+
+const shotCache = new Map<string, Promise<string>>();
+/** Screenshot data URL by hash, cached (hashes are content addresses). */
+export function screenshotUrl(sha256: string): Promise<string> {
+  let p = shotCache.get(sha256);
+  if (!p) {
+    p = api.screenshot(sha256);
+    p.catch(() => shotCache.delete(sha256));
+    shotCache.set(sha256, p);
+  }
+  return p;
+}

@@ -1,0 +1,1 @@
+export type AppError = { code: string, message: string, };

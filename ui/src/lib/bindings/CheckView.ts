@@ -1,0 +1,1 @@
+export type CheckView = { name: string, ok: boolean, detail: string, fix: string | null, };

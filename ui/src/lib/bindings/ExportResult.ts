@@ -1,0 +1,1 @@
+export type ExportResult = { path: string, bytes: number, };

@@ -1,0 +1,1 @@
+export type KeyStatus = { entry: string, present: boolean, error: string | null, };

@@ -1,0 +1,1 @@
+export type LedgerRow = { request_id: string, kind: string, step: number, ts_ms: number, tool: string | null, tier: string | null, decision: string, decided_by: string | null, latency_ms: number | null, };

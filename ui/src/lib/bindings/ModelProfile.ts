@@ -1,0 +1,1 @@
+export type ModelProfile = { name: string, base_url: string, model: string, protocol: string, coordinate_space: string, image_max_long_side: number, key_entry: string, prompt_price_per_mtok: number, completion_price_per_mtok: number, };

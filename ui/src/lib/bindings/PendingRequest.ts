@@ -1,0 +1,1 @@
+export type PendingRequest = { id: string, kind: string, tool: string | null, target: string | null, tier: string | null, reasons: Array<string>, text: string | null, task: string, expires_at_ms: number, };

@@ -1,0 +1,1 @@
+export type RoleProfiles = { actor: string, verifier: string, safety_reviewer: string, auto_reviewer: string, };

@@ -1,0 +1,1 @@
+export type RunSummary = { id: string, task: string, status: string, started_ms: number, duration_ms: number | null, serial: string | null, model: string | null, mode: string, termination_code: string | null, steps: number, tokens: number, cost_usd: number | null, };

@@ -1,0 +1,1 @@
+export type SelectedDevice = { adb_addr: string, serial: string, };

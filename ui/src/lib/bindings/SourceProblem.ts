@@ -1,0 +1,1 @@
+export type SourceProblem = { adb_addr: string, code: string, message: string, };

@@ -1,0 +1,1 @@
+export type StartRunRequest = { task: string, profile: string, max_steps: number, mode: string, };

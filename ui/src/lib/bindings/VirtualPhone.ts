@@ -1,0 +1,1 @@
+export type VirtualPhone = { adb_addr: string, serial: string, };

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import fixture from './fixtures/run-hard-approval.json';
+import type { EventEnvelope } from './events';
+import { applyEvent, emptyTimeline, overlayOf, replay, actionLabel } from './timeline';
+
+const events = fixture as unknown as EventEnvelope[];
+
+describe('timeline reducer', () => {
+  it('builds one step per step number with screenshot, action, gates and verification', () => {
+    const tl = replay(events);
+    expect(tl.runId).toBe('6f1c2f0e-3d4b-4a8e-9a43-0c7e2b9d1a11');
+    expect(tl.task).toBe('提交订单');
+    expect(tl.mode).toBe('hard');
+    expect(tl.steps.map((s) => s.step)).toEqual([1, 2, 3]);
+    const [s1, s2] = tl.steps;
+    expect(s1?.screenshot).toBe('a'.repeat(64));
+    expect(s1?.action?.action).toBe('tap');
+    expect(s1?.action?.target_description).toBe('提交订单');
+    expect(s1?.gates.map((g) => g.outcome)).toEqual(['needs_approval', 'rejected']);
+    expect(s1?.gates[1]?.decided_by).toBe('human');
+    expect(s1?.humans[0]?.response).toEqual({ type: 'reject', note: 'not now' });
+    expect(s1?.dispatched).toBe(false);
+    expect(s1?.promptTokens).toBe(1200);
+    expect(s2?.dispatched).toBe(true);
+    expect(s2?.verification?.observable_effect).toBe(true);
+    expect(s2?.verification?.changed_fraction).toBeCloseTo(0.42);
+    expect(s2?.freshness).toBe('fresh');
+  });
+
+  it('records the end, the totals and the last action for the mirror overlay', () => {
+    const tl = replay(events);
+    expect(tl.finished?.status).toBe('succeeded');
+    expect(tl.finished?.termination_code).toBe('finish_accepted');
+    expect(tl.totals.prompt_tokens).toBe(2400);
+    expect(tl.lastAction?.step).toBe(2);
+    expect(tl.lastAction?.action.action).toBe('swipe');
+    const ov = overlayOf(tl.lastAction?.points ?? []);
+    expect(ov).toHaveLength(2);
+    expect(ov[0]?.x).toBeCloseTo(50.05, 1);
+    expect(ov[1]?.y).toBeCloseTo(30.03, 1);
+  });
+
+  it('ignores duplicates, stale sequence numbers and other runs', () => {
+    let tl = emptyTimeline();
+    for (const e of events.slice(0, 5)) tl = applyEvent(tl, e);
+    const again = applyEvent(tl, events[4]!);
+    expect(again).toBe(tl);
+    const foreign = { ...events[5]!, run_id: 'other' } as EventEnvelope;
+    expect(applyEvent(tl, foreign)).toBe(tl);
+  });
+
+  it('starts afresh on a new run and does not mutate its input', () => {
+    const first = replay(events);
+    const snapshot = JSON.stringify(first);
+    const next = applyEvent(first, { ...events[0]!, run_id: 'r2', seq: 0 } as EventEnvelope);
+    expect(JSON.stringify(first)).toBe(snapshot);
+    expect(next.runId).toBe('r2');
+    expect(next.steps).toEqual([]);
+    expect(next.finished).toBeNull();
+  });
+
+  it('labels actions', () => {
+    const tl = replay(events);
+    expect(actionLabel(tl.steps[0]?.action ?? null)).toBe('tap “提交订单”');
+    expect(actionLabel(null)).toBe('—');
+  });
+});

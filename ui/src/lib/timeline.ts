@@ -1,0 +1,214 @@
+// The run timeline: a pure reducer from `EventEnvelope`s to what the Timeline and the Mirror
+// show (SPEC U3). Used live (events from the `agent-event` stream) and for replay (events
+// from the store), so both views are the same by construction.
+
+import type { Action, AgentEvent, EventEnvelope, HumanRequestKind, HumanResponse, MappedPoint, Phase, TokenTotals } from './events';
+
+export interface GateView { tool: string; tier: string; reasons: string[]; outcome: string; decided_by: string; receipt: string | null; latency_ms: number }
+export interface HumanView { request_id: string; request: HumanRequestKind; response: HumanResponse | null; decided_by: string | null }
+export interface VerificationView { observable_effect: boolean; changed_fraction: number; warnings: string[]; command_ok: boolean }
+
+export interface StepView {
+  step: number;
+  /** sha256 of the planning screenshot (first observation of the step). */
+  screenshot: string | null;
+  width: number;
+  height: number;
+  action: Action | null;
+  points: MappedPoint[];
+  gates: GateView[];
+  humans: HumanView[];
+  dispatched: boolean;
+  dispatchError: string | null;
+  verification: VerificationView | null;
+  freshness: string | null;
+  rejections: string[];
+  toolResults: { tool: string; status: string; text: string }[];
+  notes: string[];
+  warnings: string[];
+  recovery: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+}
+
+export interface TimelineState {
+  runId: string | null;
+  task: string;
+  model: string;
+  mode: string;
+  maxSteps: number;
+  phase: Phase;
+  steps: StepView[];
+  totals: TokenTotals;
+  finished: { status: string; termination_code: string; message: string; duration_ms: number } | null;
+  lastSeq: number;
+  /** Latest screenshot hash of the run (any purpose). */
+  latestScreenshot: string | null;
+  /** The last action that touched (or was about to touch) the screen, for the mirror overlay. */
+  lastAction: { action: Action; points: MappedPoint[]; step: number } | null;
+}
+
+export function emptyTimeline(): TimelineState {
+  return {
+    runId: null, task: '', model: '', mode: '', maxSteps: 0, phase: 'idle', steps: [],
+    totals: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, calls: 0 },
+    finished: null, lastSeq: -1, latestScreenshot: null, lastAction: null,
+  };
+}
+
+function newStep(step: number): StepView {
+  return {
+    step, screenshot: null, width: 0, height: 0, action: null, points: [], gates: [], humans: [], dispatched: false,
+    dispatchError: null, verification: null, freshness: null, rejections: [], toolResults: [], notes: [], warnings: [],
+    recovery: null, promptTokens: 0, completionTokens: 0, costUsd: 0,
+  };
+}
+
+function stepOf(steps: StepView[], n: number): StepView {
+  let s = steps.find((x) => x.step === n);
+  if (!s) {
+    s = newStep(n);
+    steps.push(s);
+    steps.sort((a, b) => a.step - b.step);
+  }
+  return s;
+}
+
+/**
+ * Apply one envelope. Returns a new state (the input is not mutated). Events of another run
+ * than the current one start a fresh timeline when they are `run_started`, and are ignored
+ * otherwise; duplicates and out-of-order events (seq ≤ lastSeq) are ignored.
+ */
+export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineState {
+  if (env.kind === 'run_started') {
+    if (prev.runId === env.run_id && env.seq <= prev.lastSeq) return prev;
+    const e = env as Extract<AgentEvent, { kind: 'run_started' }> & EventEnvelope;
+    return { ...emptyTimeline(), runId: env.run_id, task: e.task, model: e.model, mode: e.mode, maxSteps: e.max_steps, lastSeq: env.seq, phase: 'observing' };
+  }
+  if (prev.runId !== null && env.run_id !== prev.runId) return prev;
+  if (env.seq <= prev.lastSeq) return prev;
+  const s: TimelineState = { ...prev, runId: prev.runId ?? env.run_id, lastSeq: env.seq, steps: prev.steps.map((x) => ({ ...x })) };
+  const ev = env as unknown as AgentEvent;
+  const cur = () => stepOf(s.steps, env.step);
+  switch (ev.kind) {
+    case 'phase':
+      s.phase = ev.phase;
+      break;
+    case 'observation': {
+      s.latestScreenshot = ev.screenshot;
+      if (env.step > 0) {
+        const st = cur();
+        if (!st.screenshot && (ev.purpose === 'plan' || ev.purpose === 'reobserve' || !st.action)) {
+          st.screenshot = ev.screenshot;
+          st.width = ev.width;
+          st.height = ev.height;
+        }
+      }
+      break;
+    }
+    case 'model_call': {
+      s.totals = ev.run_totals;
+      if (env.step > 0) {
+        const st = cur();
+        st.promptTokens += ev.prompt_tokens;
+        st.completionTokens += ev.completion_tokens;
+        st.costUsd += ev.cost_usd;
+      }
+      break;
+    }
+    case 'protocol_rejected':
+      cur().rejections = [...cur().rejections, `${ev.error_kind}: ${ev.message}`];
+      break;
+    case 'action_proposed': {
+      const st = cur();
+      st.action = ev.action;
+      st.points = ev.points;
+      if (ev.points.length > 0) s.lastAction = { action: ev.action, points: ev.points, step: env.step };
+      break;
+    }
+    case 'gate_decision':
+      cur().gates = [...cur().gates, { tool: ev.tool, tier: ev.tier, reasons: ev.reasons, outcome: ev.outcome, decided_by: ev.decided_by, receipt: ev.receipt, latency_ms: ev.latency_ms }];
+      break;
+    case 'human_requested':
+      cur().humans = [...cur().humans, { request_id: ev.request_id, request: ev.request, response: null, decided_by: null }];
+      break;
+    case 'human_resolved': {
+      for (const st of s.steps) {
+        const h = st.humans.find((x) => x.request_id === ev.request_id);
+        if (h) {
+          st.humans = st.humans.map((x) => (x.request_id === ev.request_id ? { ...x, response: ev.response, decided_by: ev.decided_by } : x));
+        }
+      }
+      break;
+    }
+    case 'freshness':
+      cur().freshness = ev.outcome;
+      break;
+    case 'action_dispatched': {
+      const st = cur();
+      st.dispatched = true;
+      st.dispatchError = ev.command_ok ? null : (ev.message ?? ev.error ?? 'failed');
+      break;
+    }
+    case 'verification':
+      cur().verification = { observable_effect: ev.observable_effect, changed_fraction: ev.changed_fraction, warnings: ev.warnings, command_ok: ev.command_ok };
+      break;
+    case 'recovery':
+      cur().recovery = `${ev.outcome} (${ev.code})${ev.detail ? ': ' + ev.detail : ''}`;
+      break;
+    case 'note':
+      cur().notes = [...cur().notes, ev.message];
+      break;
+    case 'tool_result':
+      cur().toolResults = [...cur().toolResults, { tool: ev.tool, status: ev.status, text: ev.text }];
+      break;
+    case 'warning':
+      if (env.step > 0) cur().warnings = [...cur().warnings, `${ev.code}: ${ev.message}`];
+      break;
+    case 'finish_rejected':
+      cur().warnings = [...cur().warnings, `finish rejected by ${ev.by}: ${ev.message}`];
+      break;
+    case 'finish_verifier':
+      cur().notes = [...cur().notes, `verifier: ${ev.verdict} — ${ev.reason}`];
+      break;
+    case 'device_lost':
+      if (env.step > 0) cur().warnings = [...cur().warnings, `device lost: ${ev.detail}`];
+      break;
+    case 'run_finished':
+      s.finished = { status: ev.status, termination_code: ev.termination_code, message: ev.message, duration_ms: ev.duration_ms };
+      s.totals = ev.tokens;
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+/** Apply many envelopes in order (replay). */
+export function replay(events: EventEnvelope[]): TimelineState {
+  return events.reduce(applyEvent, emptyTimeline());
+}
+
+/** Overlay geometry of an action in percent of the screenshot (runtime 0..999 space). */
+export function overlayOf(points: MappedPoint[]): { x: number; y: number }[] {
+  return points.map((p) => ({ x: (p.runtime.x / 999) * 100, y: (p.runtime.y / 999) * 100 }));
+}
+
+/** A one-line label of an action. */
+export function actionLabel(a: Action | null): string {
+  if (!a) return '—';
+  switch (a.action) {
+    case 'tap': case 'double_tap': case 'long_press':
+      return `${a.action.replace('_', ' ')}${a.target_description ? ` “${a.target_description}”` : ''}`;
+    case 'swipe': return 'swipe';
+    case 'type': return `type “${a.text ?? ''}”`;
+    case 'wait': return `wait ${a.seconds ?? ''}s`;
+    case 'finish': return `finish${a.confirm ? ' (confirm)' : ''}: ${a.message ?? ''}`;
+    case 'ask_user': return `ask: ${a.question ?? ''}`;
+    case 'take_over': return `take over: ${a.message ?? ''}`;
+    case 'note': return `note: ${a.message ?? ''}`;
+    case 'launch_app': return `launch ${a.name ?? ''}`;
+    default: return a.action;
+  }
+}
