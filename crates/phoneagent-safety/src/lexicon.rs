@@ -5,7 +5,7 @@
 //!
 //! ```toml
 //! [[entry]]
-//! id = "zh.confirm_pay"            # unique; a user file entry with the same id replaces it
+//! id = "commit.zh.confirm_pay"     # unique; a user file entry with the same id replaces it
 //! category = "commit_phrase"       # which rule uses it (see `Category`)
 //! kind = "payment"                 # the irreversible effect (commit_phrase, irreversible_object)
 //! lang = "zh"                      # documentation only: zh, en or any
@@ -343,7 +343,20 @@ impl Lexicon {
     pub fn builtin() -> Result<Self> {
         let mut lex = Self::empty();
         for (name, src) in BUILTIN_FILES {
-            lex.extend(Self::from_toml(src, &format!("builtin:{name}"))?);
+            let origin = format!("builtin:{name}");
+            let file = Self::from_toml(src, &origin)?;
+            // Built-in files must not override each other: only a user's file may.
+            if let Some(e) = file.entries.iter().find(|e| lex.origin(&e.spec.id).is_some()) {
+                return Err(Error::LexiconEntry {
+                    origin,
+                    id: e.spec.id.clone(),
+                    problem: format!(
+                        "id already defined in {}; built-in ids must be unique across files",
+                        lex.origin(&e.spec.id).unwrap_or_default()
+                    ),
+                });
+            }
+            lex.extend(file);
         }
         Ok(lex)
     }
