@@ -1,0 +1,226 @@
+//! The `#[tauri::command]`s: one-line adapters over [`AppState`] (SPEC U7). Each returns
+//! `Result<T, AppError>`; the webview sees errors as `{code, message}`.
+
+use std::sync::Arc;
+
+use phoneagent_protocol::EventEnvelope;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, Emitter, State};
+
+use crate::dto::{
+    AnswerInput, AppInfo, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow,
+    MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest,
+    VirtualPhone, event_names,
+};
+use crate::error::AppResult;
+use crate::settings::AppSettings;
+use crate::state::{AppState, UiSink};
+
+type S<'a> = State<'a, Arc<AppState>>;
+
+/// Pushes agent events and run ends to every webview as Tauri events.
+pub struct TauriSink(pub AppHandle);
+
+impl UiSink for TauriSink {
+    fn agent_event(&self, env: &EventEnvelope) {
+        if let Err(e) = self.0.emit(event_names::AGENT_EVENT, env) {
+            tracing::warn!(error = %e, "could not emit an agent event");
+        }
+    }
+    fn run_ended(&self, ended: &RunEnded) {
+        if let Err(e) = self.0.emit(event_names::RUN_ENDED, ended) {
+            tracing::warn!(error = %e, "could not emit run-ended");
+        }
+    }
+}
+
+/// Data file, export directory, version.
+#[tauri::command]
+pub fn get_app_info(state: S<'_>) -> AppInfo {
+    state.info()
+}
+
+/// Phones from every source, with problems and fixes (U1).
+#[tauri::command]
+pub async fn list_devices(state: S<'_>) -> AppResult<DevicesView> {
+    Ok(state.list_devices().await)
+}
+
+/// Choose the phone.
+#[tauri::command]
+pub fn select_device(state: S<'_>, adb_addr: String, serial: String) -> AppResult<SelectedDevice> {
+    state.select_device(adb_addr, serial)
+}
+
+/// Start (or return) the in-process virtual phone and select it.
+#[tauri::command]
+pub async fn start_virtual_phone(state: S<'_>) -> AppResult<VirtualPhone> {
+    state.start_virtual_phone().await
+}
+
+/// Readiness checks of the selected phone (D2).
+#[tauri::command]
+pub async fn device_readiness(state: S<'_>) -> AppResult<Vec<CheckView>> {
+    state.readiness().await
+}
+
+/// Start mirroring the selected phone into `channel`.
+#[tauri::command]
+pub async fn mirror_start(state: S<'_>, channel: Channel<MirrorMessage>) -> AppResult<()> {
+    state.start_mirror(move |m| channel.send(m).is_ok()).await
+}
+
+/// Stop the mirror.
+#[tauri::command]
+pub fn mirror_stop(state: S<'_>) {
+    state.stop_mirror();
+}
+
+/// Tap on the phone during a take_over (device px).
+#[tauri::command]
+pub async fn take_over_tap(state: S<'_>, x: u32, y: u32) -> AppResult<()> {
+    state.take_over_tap(x, y).await
+}
+
+/// Swipe on the phone during a take_over (device px, ms).
+#[tauri::command]
+pub async fn take_over_swipe(
+    state: S<'_>,
+    x1: u32,
+    y1: u32,
+    x2: u32,
+    y2: u32,
+    duration_ms: u32,
+) -> AppResult<()> {
+    state.take_over_swipe((x1, y1), (x2, y2), duration_ms).await
+}
+
+/// Requests waiting for a human.
+#[tauri::command]
+pub fn pending_requests(state: S<'_>) -> Vec<PendingRequest> {
+    state.pending()
+}
+
+/// Answer a pending request; validated against its id, expiry and kind in Rust.
+#[tauri::command]
+pub async fn answer_request(state: S<'_>, id: String, answer: AnswerInput) -> AppResult<()> {
+    state.answer(&id, answer).await
+}
+
+/// Start a task on the selected phone (U2).
+#[tauri::command]
+pub async fn start_run(
+    app: AppHandle,
+    state: S<'_>,
+    request: StartRunRequest,
+) -> AppResult<SelectedDevice> {
+    let st: Arc<AppState> = state.inner().clone();
+    st.start_run(request, Arc::new(TauriSink(app))).await
+}
+
+/// Stop the running task.
+#[tauri::command]
+pub fn stop_run(state: S<'_>) -> AppResult<()> {
+    state.stop_run()
+}
+
+/// Id of the running task ("" while it starts), or null.
+#[tauri::command]
+pub fn active_run(state: S<'_>) -> Option<String> {
+    state.active_run()
+}
+
+/// Recent tasks, newest first.
+#[tauri::command]
+pub fn recent_tasks(state: S<'_>) -> AppResult<Vec<String>> {
+    state.recent_tasks()
+}
+
+/// The settings (no keys in them).
+#[tauri::command]
+pub fn get_settings(state: S<'_>) -> AppResult<AppSettings> {
+    state.settings()
+}
+
+/// Validate and save the settings.
+#[tauri::command]
+pub fn save_settings(state: S<'_>, settings: AppSettings) -> AppResult<()> {
+    state.save_settings(&settings)
+}
+
+/// Which keyring entries hold a key.
+#[tauri::command]
+pub async fn key_status(state: S<'_>, entries: Vec<String>) -> AppResult<Vec<KeyStatus>> {
+    Ok(state.key_status(entries).await)
+}
+
+/// Store or replace an API key in the OS keyring (write-only).
+#[tauri::command]
+pub async fn set_api_key(state: S<'_>, entry: String, key: String) -> AppResult<()> {
+    state.set_api_key(entry, key).await
+}
+
+/// Delete an API key from the OS keyring.
+#[tauri::command]
+pub async fn delete_api_key(state: S<'_>, entry: String) -> AppResult<bool> {
+    state.delete_api_key(entry).await
+}
+
+/// Past runs (U6).
+#[tauri::command]
+pub fn list_runs(state: S<'_>, limit: u32) -> AppResult<Vec<RunSummary>> {
+    state.list_runs(limit as usize)
+}
+
+/// Recorded events of a run.
+#[tauri::command]
+pub fn run_events(state: S<'_>, run_id: String) -> AppResult<Vec<EventEnvelope>> {
+    state.run_events(&run_id)
+}
+
+/// A stored screenshot as a data URL.
+#[tauri::command]
+pub fn get_screenshot(state: S<'_>, sha256: String) -> AppResult<String> {
+    state.screenshot(&sha256)
+}
+
+/// The approval ledger of a run.
+#[tauri::command]
+pub fn run_ledger(state: S<'_>, run_id: String) -> AppResult<Vec<LedgerRow>> {
+    state.ledger(&run_id)
+}
+
+/// Export a run as `json` or `html`.
+#[tauri::command]
+pub fn export_run(state: S<'_>, run_id: String, format: String) -> AppResult<ExportResult> {
+    state.export(&run_id, &format)
+}
+
+/// Every command name, for the build script's permission manifest and tests.
+pub const COMMANDS: &[&str] = &[
+    "get_app_info",
+    "list_devices",
+    "select_device",
+    "start_virtual_phone",
+    "device_readiness",
+    "mirror_start",
+    "mirror_stop",
+    "take_over_tap",
+    "take_over_swipe",
+    "pending_requests",
+    "answer_request",
+    "start_run",
+    "stop_run",
+    "active_run",
+    "recent_tasks",
+    "get_settings",
+    "save_settings",
+    "key_status",
+    "set_api_key",
+    "delete_api_key",
+    "list_runs",
+    "run_events",
+    "get_screenshot",
+    "run_ledger",
+    "export_run",
+];

@@ -1,0 +1,315 @@
+//! Shapes that cross the webview boundary besides the protocol's `EventEnvelope`: command
+//! arguments and results, channel frames and app events. TypeScript twins are generated into
+//! `ui/src/lib/bindings/` by ts-rs (`cargo test -p phoneagent-app export_bindings`), and
+//! `scripts/test-app.sh` fails when the committed files are stale.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Names of the app events emitted to the webview.
+pub mod event_names {
+    /// Every [`phoneagent_protocol::EventEnvelope`] of the running agent.
+    pub const AGENT_EVENT: &str = "agent-event";
+    /// A run ended ([`super::RunEnded`]).
+    pub const RUN_ENDED: &str = "run-ended";
+    /// The set of pending human requests changed ([`super::PendingRequest`] list).
+    pub const PENDING_CHANGED: &str = "pending-changed";
+}
+
+/// A phone in the Devices panel (SPEC U1, D1, D2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct DeviceEntry {
+    /// adb serial.
+    pub serial: String,
+    /// `device`, `unauthorized`, `offline` or another adb state.
+    pub state: String,
+    /// Model name, when adb reports it.
+    pub model: Option<String>,
+    /// `usb` or `tcp`.
+    pub transport: String,
+    /// The fix for the state, in plain language (None when usable).
+    pub fix: Option<String>,
+    /// The adb server (`host:port`) the phone was listed by.
+    pub adb_addr: String,
+    /// True for the app's own virtual phone.
+    pub is_virtual: bool,
+}
+
+/// A problem reaching a device source (e.g. no adb server).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SourceProblem {
+    /// The adb server address.
+    pub adb_addr: String,
+    /// Stable code (`adb_server_unreachable`, …).
+    pub code: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// Result of `list_devices`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct DevicesView {
+    /// Phones from every source.
+    pub devices: Vec<DeviceEntry>,
+    /// Sources that could not be listed.
+    pub problems: Vec<SourceProblem>,
+    /// The selected phone, if any (`adb_addr`, `serial`).
+    pub selected: Option<SelectedDevice>,
+    /// The virtual phone, when started.
+    pub virtual_phone: Option<VirtualPhone>,
+}
+
+/// The phone tasks and the mirror use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SelectedDevice {
+    /// adb server `host:port`.
+    pub adb_addr: String,
+    /// adb serial.
+    pub serial: String,
+}
+
+/// The in-process virtual phone (SPEC D7, V1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct VirtualPhone {
+    /// Its adb server endpoint, `127.0.0.1:PORT`.
+    pub adb_addr: String,
+    /// Its serial.
+    pub serial: String,
+}
+
+/// One readiness check (SPEC D2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct CheckView {
+    /// Check name.
+    pub name: String,
+    /// Passed.
+    pub ok: bool,
+    /// What was found.
+    pub detail: String,
+    /// How to fix it.
+    pub fix: Option<String>,
+}
+
+/// One mirror frame sent over the Tauri channel (SPEC U1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct MirrorFrame {
+    /// Frame number since the mirror started.
+    #[ts(type = "number")]
+    pub seq: u64,
+    /// Width px.
+    pub width: u32,
+    /// Height px.
+    pub height: u32,
+    /// `data:image/png;base64,…`.
+    pub data_url: String,
+    /// Device capture time, ms.
+    pub capture_ms: u32,
+    /// Protected window (black frame).
+    pub blocked: bool,
+    /// Wall clock when captured, ms since the epoch.
+    #[ts(type = "number")]
+    pub ts_ms: u64,
+}
+
+/// Mirror status when a frame could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MirrorMessage {
+    /// A frame.
+    Frame {
+        /// The frame.
+        frame: MirrorFrame,
+    },
+    /// Capturing failed; the mirror retries.
+    Error {
+        /// Stable code.
+        code: String,
+        /// Message.
+        message: String,
+    },
+}
+
+/// Arguments of `start_run` (SPEC U2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct StartRunRequest {
+    /// The task in the user's words.
+    pub task: String,
+    /// Actor profile name; empty = the settings' actor role.
+    pub profile: String,
+    /// Step limit, 1..=500.
+    pub max_steps: u32,
+    /// `off`, `wary`, `hard` or `reviewer`.
+    pub mode: String,
+}
+
+/// A run started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RunStarted {
+    /// The serial the run drives.
+    pub serial: String,
+}
+
+/// How a run ended (the `run-ended` event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RunEnded {
+    /// Run id (empty when the run could not start).
+    pub run_id: String,
+    /// `succeeded`, `failed`, `cancelled`, `taken_over`, or `error` when it could not start.
+    pub status: String,
+    /// Termination code.
+    pub termination_code: String,
+    /// Final message or error.
+    pub message: String,
+}
+
+/// A human request waiting for an answer (SPEC U4, S8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PendingRequest {
+    /// Request id; answers must name it.
+    pub id: String,
+    /// `approval`, `ask_user` or `take_over`.
+    pub kind: String,
+    /// Tool (approvals).
+    pub tool: Option<String>,
+    /// Redacted target (approvals).
+    pub target: Option<String>,
+    /// Tier (approvals): `none`, `soft`, `reviewer`, `hard`.
+    pub tier: Option<String>,
+    /// Gate reasons (approvals).
+    pub reasons: Vec<String>,
+    /// The question (ask_user) or the instruction (take_over).
+    pub text: Option<String>,
+    /// The run's task.
+    pub task: String,
+    /// Expiry, ms since the epoch.
+    #[ts(type = "number")]
+    pub expires_at_ms: u64,
+}
+
+/// An answer from the in-app dialog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AnswerInput {
+    /// Approve (approvals) / the human finished the job (take_over).
+    Approve,
+    /// Reject, with an optional note for the model.
+    Reject {
+        /// Note.
+        note: Option<String>,
+    },
+    /// Text answer to ask_user (returned verbatim).
+    Answer {
+        /// Text.
+        text: String,
+    },
+    /// Hand the phone back after a take_over.
+    HandBack,
+}
+
+/// Whether a keyring entry holds a key (the key itself is never returned; SPEC P5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct KeyStatus {
+    /// Keyring entry name.
+    pub entry: String,
+    /// A key is stored.
+    pub present: bool,
+    /// Set when the keyring could not be read.
+    pub error: Option<String>,
+}
+
+/// A past run in History (SPEC U6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct RunSummary {
+    /// Run id.
+    pub id: String,
+    /// Task.
+    pub task: String,
+    /// Status.
+    pub status: String,
+    /// Start ms since epoch.
+    #[ts(type = "number")]
+    pub started_ms: i64,
+    /// Duration ms (None while running).
+    #[ts(type = "number | null")]
+    pub duration_ms: Option<i64>,
+    /// Serial.
+    pub serial: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Access mode.
+    pub mode: String,
+    /// Termination code.
+    pub termination_code: Option<String>,
+    /// Steps.
+    #[ts(type = "number")]
+    pub steps: u64,
+    /// Prompt + completion tokens.
+    #[ts(type = "number")]
+    pub tokens: u64,
+    /// Cost USD.
+    pub cost_usd: Option<f64>,
+}
+
+/// Result of an export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ExportResult {
+    /// Absolute path of the written file.
+    pub path: String,
+    /// Bytes written.
+    #[ts(type = "number")]
+    pub bytes: u64,
+}
+
+/// An approval ledger row (SPEC U6, AR8), from the store's ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct LedgerRow {
+    /// `gate:<seq>` or the human request id.
+    pub request_id: String,
+    /// `gate`, `approval`, `ask_user`, `take_over`.
+    pub kind: String,
+    /// Step.
+    pub step: u32,
+    /// Time ms since the epoch.
+    #[ts(type = "number")]
+    pub ts_ms: i64,
+    /// Tool.
+    pub tool: Option<String>,
+    /// Tier.
+    pub tier: Option<String>,
+    /// Gate outcome, `pending`, or the human response type.
+    pub decision: String,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// Latency ms.
+    #[ts(type = "number | null")]
+    pub latency_ms: Option<u64>,
+}
+
+/// Where the app keeps its data (shown in Settings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct AppInfo {
+    /// SQLite file.
+    pub db_path: String,
+    /// App version.
+    pub version: String,
+    /// Directory exports go to.
+    pub export_dir: String,
+}

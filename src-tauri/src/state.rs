@@ -1,0 +1,897 @@
+//! [`AppState`]: the app's one piece of managed state, and the thin logic behind the commands
+//! (device sources, the virtual phone, runs, mirror, approvals, history). Everything here
+//! delegates to the core crates; nothing decides what the agent does (SPEC U7).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use phoneagent_device::{
+    AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device, DeviceState, Transport,
+};
+use phoneagent_llm::{ApiKey, KeyStore, ModelsConfig, Role, RoleResolution};
+use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{AgentEvent, DevicePoint, EventEnvelope};
+use phoneagent_runtime::store_recorder::StoreRecorder;
+use phoneagent_runtime::{
+    Agent, AgentConfig, AgentParts, HumanRequest, Lang, ModelRoute, PendingApprovals,
+};
+use phoneagent_sim::{SimConfig, SimServer};
+use phoneagent_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::dto::{
+    AnswerInput, AppInfo, CheckView, DeviceEntry, DevicesView, ExportResult, KeyStatus, LedgerRow,
+    MirrorFrame, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
+    SourceProblem, StartRunRequest, VirtualPhone,
+};
+use crate::error::{AppError, AppResult};
+use crate::notify::Notifier;
+use crate::settings::{AppSettings, parse_mode};
+
+/// Settings key of the recent tasks list.
+pub const RECENT_TASKS_KEY: &str = "app.recent_tasks";
+/// Environment variable: port of the in-process virtual phone (default 0 = ephemeral).
+pub const SIM_PORT_ENV: &str = "PHONEAGENT_APP_SIM_PORT";
+/// Minimum time between mirror frames (10 fps ceiling; SPEC U1).
+pub const MIRROR_MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Something the app pushes to the webview. Implemented over Tauri's `AppHandle` in `lib.rs`
+/// and by a recording sink in tests.
+pub trait UiSink: Send + Sync + 'static {
+    /// An agent event.
+    fn agent_event(&self, env: &EventEnvelope);
+    /// A run ended.
+    fn run_ended(&self, ended: &RunEnded);
+}
+
+struct ActiveRun {
+    run_id: Option<String>,
+    cancel: CancellationToken,
+    device: Arc<AdbDevice>,
+}
+
+/// The app's managed state.
+pub struct AppState {
+    store: Store,
+    keys: KeyStore,
+    db_path: PathBuf,
+    export_dir: PathBuf,
+    sim: tokio::sync::Mutex<Option<SimServer>>,
+    sim_port: u16,
+    selected: Mutex<Option<SelectedDevice>>,
+    approvals: PendingApprovals,
+    run: Arc<Mutex<Option<ActiveRun>>>,
+    mirror: Mutex<Option<CancellationToken>>,
+    notifier: Notifier,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn parse_addr(s: &str) -> AppResult<AdbServerAddr> {
+    Ok(AdbServerAddr::parse(s)?)
+}
+
+fn addr_string(a: &AdbServerAddr) -> String {
+    format!("{}:{}", a.host, a.port)
+}
+
+fn state_name(s: &DeviceState) -> String {
+    match s {
+        DeviceState::Device => "device".into(),
+        DeviceState::Unauthorized => "unauthorized".into(),
+        DeviceState::Offline => "offline".into(),
+        DeviceState::Other(o) => o.clone(),
+    }
+}
+
+/// The pending-request view of a runtime request.
+pub fn pending_view(r: &HumanRequest) -> PendingRequest {
+    let mut p = PendingRequest {
+        id: r.id.clone(),
+        kind: String::new(),
+        tool: None,
+        target: None,
+        tier: None,
+        reasons: vec![],
+        text: None,
+        task: r.task.clone(),
+        expires_at_ms: r.expires_at_ms,
+    };
+    match &r.kind {
+        HumanRequestKind::Approval {
+            tool,
+            target,
+            tier,
+            reasons,
+        } => {
+            p.kind = "approval".into();
+            p.tool = Some(tool.clone());
+            p.target = Some(target.clone());
+            p.tier = serde_json::to_value(tier)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string));
+            p.reasons = reasons.clone();
+        }
+        HumanRequestKind::AskUser { question } => {
+            p.kind = "ask_user".into();
+            p.text = Some(question.clone());
+        }
+        HumanRequestKind::TakeOver { message } => {
+            p.kind = "take_over".into();
+            p.text = Some(message.clone());
+        }
+    }
+    p
+}
+
+fn to_response(a: AnswerInput) -> HumanResponse {
+    match a {
+        AnswerInput::Approve => HumanResponse::Approve,
+        AnswerInput::Reject { note } => HumanResponse::Reject {
+            note: note.filter(|n| !n.trim().is_empty()),
+        },
+        AnswerInput::Answer { text } => HumanResponse::Answer { text },
+        AnswerInput::HandBack => HumanResponse::HandBack,
+    }
+}
+
+fn data_url(mime: &str, bytes: &[u8]) -> String {
+    format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+impl AppState {
+    /// Open the store at `db_path` (created if missing; runs left `running` are marked
+    /// `interrupted`, SPEC T1) and set up the state. Exports go to `export_dir`.
+    pub fn open(db_path: PathBuf, export_dir: PathBuf) -> AppResult<Self> {
+        if let Some(dir) = db_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                AppError::coded(
+                    phoneagent_protocol::ErrorCode::Store,
+                    format!("cannot create the data directory {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        let store = Store::open(&db_path)?;
+        let sim_port = std::env::var(SIM_PORT_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        Ok(Self {
+            store,
+            keys: KeyStore::new(),
+            db_path,
+            export_dir,
+            sim: tokio::sync::Mutex::new(None),
+            sim_port,
+            selected: Mutex::new(None),
+            approvals: PendingApprovals::new(),
+            run: Arc::new(Mutex::new(None)),
+            mirror: Mutex::new(None),
+            notifier: Notifier::new(),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The approvals registry front ends answer.
+    pub fn approvals(&self) -> &PendingApprovals {
+        &self.approvals
+    }
+
+    /// Paths and version.
+    pub fn info(&self) -> AppInfo {
+        AppInfo {
+            db_path: self.db_path.display().to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            export_dir: self.export_dir.display().to_string(),
+        }
+    }
+
+    // ---- devices (U1) ----
+
+    async fn sim_addr(&self) -> Option<VirtualPhone> {
+        let sim = self.sim.lock().await;
+        sim.as_ref().map(|s| VirtualPhone {
+            adb_addr: format!("127.0.0.1:{}", s.port()),
+            serial: s.serials().into_iter().next().unwrap_or_default(),
+        })
+    }
+
+    /// Phones from the user's adb server and the virtual phone, with problems per source.
+    pub async fn list_devices(&self) -> DevicesView {
+        let mut sources: Vec<(String, bool)> = vec![];
+        let mut problems = vec![];
+        match AdbServerAddr::resolve(None) {
+            Ok(a) => sources.push((addr_string(&a), false)),
+            Err(e) => problems.push(SourceProblem {
+                adb_addr: "(environment)".into(),
+                code: e.code().as_str().into(),
+                message: e.to_string(),
+            }),
+        }
+        let virtual_phone = self.sim_addr().await;
+        if let Some(v) = &virtual_phone {
+            sources.push((v.adb_addr.clone(), true));
+        }
+        let mut devices = vec![];
+        for (addr, is_virtual) in sources {
+            let server = match parse_addr(&addr) {
+                Ok(a) => AdbServer::new(a),
+                Err(e) => {
+                    problems.push(SourceProblem {
+                        adb_addr: addr,
+                        code: e.code,
+                        message: e.message,
+                    });
+                    continue;
+                }
+            };
+            match tokio::time::timeout(Duration::from_secs(3), server.devices()).await {
+                Ok(Ok(list)) => devices.extend(list.into_iter().map(|d| DeviceEntry {
+                    serial: d.serial,
+                    state: state_name(&d.state),
+                    model: d.model,
+                    transport: match d.transport {
+                        Transport::Usb => "usb".into(),
+                        Transport::Tcp => "tcp".into(),
+                    },
+                    fix: d.fix,
+                    adb_addr: addr.clone(),
+                    is_virtual,
+                })),
+                Ok(Err(e)) => problems.push(SourceProblem {
+                    adb_addr: addr,
+                    code: e.code().as_str().into(),
+                    message: e.to_string(),
+                }),
+                Err(_) => problems.push(SourceProblem {
+                    adb_addr: addr.clone(),
+                    code: "adb_server_unreachable".into(),
+                    message: format!("the adb server at {addr} did not answer within 3 s: restart it with `adb kill-server && adb start-server`"),
+                }),
+            }
+        }
+        DevicesView {
+            devices,
+            problems,
+            selected: lock(&self.selected).clone(),
+            virtual_phone,
+        }
+    }
+
+    /// Choose the phone for tasks and the mirror.
+    pub fn select_device(&self, adb_addr: String, serial: String) -> AppResult<SelectedDevice> {
+        parse_addr(&adb_addr)?;
+        if serial.trim().is_empty() {
+            return Err(AppError::invalid("choose a phone from the list"));
+        }
+        let sel = SelectedDevice { adb_addr, serial };
+        *lock(&self.selected) = Some(sel.clone());
+        Ok(sel)
+    }
+
+    fn selected(&self) -> AppResult<SelectedDevice> {
+        lock(&self.selected).clone().ok_or_else(|| {
+            AppError::coded(
+                phoneagent_protocol::ErrorCode::NoDevice,
+                "no phone selected: pick one in Devices, or start the virtual phone",
+            )
+        })
+    }
+
+    async fn open_selected(&self) -> AppResult<AdbDevice> {
+        let sel = self.selected()?;
+        let server = AdbServer::new(parse_addr(&sel.adb_addr)?);
+        Ok(AdbDevice::open(server, &sel.serial, AdbDeviceOptions::default()).await?)
+    }
+
+    /// Start the in-process virtual phone (SPEC D7) and select it. Idempotent.
+    pub async fn start_virtual_phone(&self) -> AppResult<VirtualPhone> {
+        {
+            let mut sim = self.sim.lock().await;
+            if sim.is_none() {
+                let server = SimServer::start(SimConfig::default(), self.sim_port)
+                    .await
+                    .map_err(|e| {
+                        AppError::coded(
+                            phoneagent_protocol::ErrorCode::Config,
+                            format!("could not start the virtual phone: {e}"),
+                        )
+                    })?;
+                *sim = Some(server);
+            }
+        }
+        let v = self.sim_addr().await.ok_or_else(|| {
+            AppError::internal("the virtual phone stopped right after starting; start it again")
+        })?;
+        self.select_device(v.adb_addr.clone(), v.serial.clone())?;
+        Ok(v)
+    }
+
+    /// Readiness checks of the selected phone (SPEC D2).
+    pub async fn readiness(&self) -> AppResult<Vec<CheckView>> {
+        let dev = self.open_selected().await?;
+        let r = dev.readiness(&CancellationToken::new()).await?;
+        Ok(r.checks
+            .into_iter()
+            .map(|c| CheckView {
+                name: c.name,
+                ok: c.ok,
+                detail: c.detail,
+                fix: c.fix,
+            })
+            .collect())
+    }
+
+    // ---- mirror (U1) ----
+
+    /// Start mirroring the selected phone: frames go to `send` until it fails or the mirror is
+    /// stopped / restarted. Frames are taken back to back with at most one per
+    /// [`MIRROR_MIN_INTERVAL`] (screenshot polling, the floor of SPEC U1).
+    pub async fn start_mirror<F>(&self, send: F) -> AppResult<()>
+    where
+        F: Fn(MirrorMessage) -> bool + Send + Sync + 'static,
+    {
+        let dev = self.open_selected().await?;
+        let cancel = CancellationToken::new();
+        if let Some(old) = lock(&self.mirror).replace(cancel.clone()) {
+            old.cancel();
+        }
+        tokio::spawn(async move {
+            let mut seq = 0u64;
+            let mut last_hash: Option<u64> = None;
+            while !cancel.is_cancelled() {
+                let started = Instant::now();
+                let msg = match dev.screenshot(&cancel).await {
+                    Ok(shot) => {
+                        use std::hash::{Hash, Hasher};
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        shot.png.hash(&mut h);
+                        let hash = h.finish();
+                        if last_hash == Some(hash) {
+                            None
+                        } else {
+                            last_hash = Some(hash);
+                            seq += 1;
+                            Some(MirrorMessage::Frame {
+                                frame: MirrorFrame {
+                                    seq,
+                                    width: shot.image.width(),
+                                    height: shot.image.height(),
+                                    data_url: data_url("image/png", &shot.png),
+                                    capture_ms: shot.capture_ms,
+                                    blocked: shot.blocked,
+                                    ts_ms: phoneagent_runtime::now_ms(),
+                                },
+                            })
+                        }
+                    }
+                    Err(phoneagent_device::DeviceError::Cancelled) => break,
+                    Err(e) => Some(MirrorMessage::Error {
+                        code: e.code().as_str().into(),
+                        message: e.to_string(),
+                    }),
+                };
+                let failed = matches!(msg, Some(MirrorMessage::Error { .. }));
+                if let Some(m) = msg
+                    && !send(m)
+                {
+                    break;
+                }
+                let floor = if failed {
+                    Duration::from_secs(1)
+                } else {
+                    MIRROR_MIN_INTERVAL
+                };
+                let elapsed = started.elapsed();
+                if elapsed < floor {
+                    tokio::select! {
+                        _ = tokio::time::sleep(floor - elapsed) => {}
+                        _ = cancel.cancelled() => break,
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Stop the mirror.
+    pub fn stop_mirror(&self) {
+        if let Some(c) = lock(&self.mirror).take() {
+            c.cancel();
+        }
+    }
+
+    // ---- take over (U4) ----
+
+    fn require_take_over(&self) -> AppResult<()> {
+        if self
+            .approvals
+            .pending()
+            .iter()
+            .any(|r| matches!(r.kind, HumanRequestKind::TakeOver { .. }))
+        {
+            Ok(())
+        } else {
+            Err(AppError::new(
+                "no_take_over",
+                "the phone is not handed to you: the mirror accepts taps only while the agent waits for you to take over",
+            ))
+        }
+    }
+
+    /// During a take_over: tap at device pixels.
+    pub async fn take_over_tap(&self, x: u32, y: u32) -> AppResult<()> {
+        self.require_take_over()?;
+        let dev = self.open_selected().await?;
+        dev.tap(DevicePoint { x, y }, &CancellationToken::new())
+            .await?;
+        Ok(())
+    }
+
+    /// During a take_over: swipe between device pixels.
+    pub async fn take_over_swipe(
+        &self,
+        from: (u32, u32),
+        to: (u32, u32),
+        duration_ms: u32,
+    ) -> AppResult<()> {
+        self.require_take_over()?;
+        let dev = self.open_selected().await?;
+        let d = duration_ms.clamp(50, 3000);
+        dev.swipe(
+            DevicePoint {
+                x: from.0,
+                y: from.1,
+            },
+            DevicePoint { x: to.0, y: to.1 },
+            d,
+            &CancellationToken::new(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    // ---- approvals (U4) ----
+
+    /// Requests waiting for a human.
+    pub fn pending(&self) -> Vec<PendingRequest> {
+        self.approvals.pending().iter().map(pending_view).collect()
+    }
+
+    /// Answer request `id` (validated against the pending id, its expiry and its kind).
+    /// The event announcing a request can reach the UI a moment before the request is
+    /// registered, so an unknown id is retried for up to 500 ms before it is refused.
+    pub async fn answer(&self, id: &str, answer: AnswerInput) -> AppResult<()> {
+        let response = to_response(answer);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            match self.approvals.answer(id, response.clone()) {
+                Ok(()) => return Ok(()),
+                Err(phoneagent_runtime::approver::AnswerError::UnknownRequest(_))
+                    if Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    // ---- runs (U2, U3) ----
+
+    /// Resolve the actor, verifier and safety reviewer through the llm crate's role chain
+    /// (keys read from the OS keyring on a blocking thread).
+    async fn routes(
+        &self,
+        cfg: ModelsConfig,
+    ) -> AppResult<(ModelRoute, Option<ModelRoute>, Option<ModelRoute>)> {
+        let keys = self.keys.clone();
+        let resolved = tokio::task::spawn_blocking(move || {
+            let actor = cfg.resolve(Role::Actor, &keys)?;
+            let verifier = cfg.resolve(Role::Verifier, &keys)?;
+            let reviewer = cfg.resolve(Role::SafetyReviewer, &keys)?;
+            Ok::<_, phoneagent_llm::LlmError>((actor, verifier, reviewer))
+        })
+        .await
+        .map_err(|e| AppError::internal(format!("model setup task failed: {e}")))??;
+        let route = |r: &RoleResolution| -> AppResult<Option<ModelRoute>> {
+            r.model()
+                .map(ModelRoute::from_resolved)
+                .transpose()
+                .map_err(AppError::from)
+        };
+        let actor = route(&resolved.0)?.ok_or_else(|| {
+            AppError::coded(
+                phoneagent_protocol::ErrorCode::ModelConfig,
+                "no planner model: add a profile in Settings and pick it",
+            )
+        })?;
+        Ok((actor, route(&resolved.1)?, route(&resolved.2)?))
+    }
+
+    /// Start a run on the selected phone. Events go to `sink` as they happen; the run ends
+    /// with `sink.run_ended`. Refuses while another run is active.
+    pub async fn start_run(
+        self: &Arc<Self>,
+        req: StartRunRequest,
+        sink: Arc<dyn UiSink>,
+    ) -> AppResult<SelectedDevice> {
+        let task = req.task.trim().to_string();
+        if task.is_empty() {
+            return Err(AppError::invalid(
+                "type a task first, e.g. “Open Settings and turn on Wi-Fi”",
+            ));
+        }
+        if task.chars().count() > 4000 {
+            return Err(AppError::invalid(
+                "the task is too long: keep it under 4000 characters",
+            ));
+        }
+        if !(1..=500).contains(&req.max_steps) {
+            return Err(AppError::invalid("max steps must be between 1 and 500"));
+        }
+        let mode = parse_mode(&req.mode)?;
+        let settings = AppSettings::load(&self.store)?;
+        let actor_name = if req.profile.is_empty() {
+            settings.roles.actor.clone()
+        } else {
+            req.profile.clone()
+        };
+        if settings.profile(&actor_name).is_none() {
+            return Err(AppError::invalid(format!(
+                "no model profile named {actor_name:?}: add it in Settings"
+            )));
+        }
+        if lock(&self.run).is_some() {
+            return Err(AppError::new(
+                "busy",
+                "a task is already running: stop it first or wait for it to end",
+            ));
+        }
+        let sel = self.selected()?;
+        let device = Arc::new(self.open_selected().await?);
+        let (actor, verifier, safety_reviewer) =
+            self.routes(settings.models_config(&actor_name)?).await?;
+        let config = AgentConfig {
+            max_steps: req.max_steps,
+            max_duration: Duration::from_secs(settings.max_duration_secs),
+            mode,
+            token_budget: (settings.token_budget > 0).then_some(settings.token_budget),
+            finish_verify: settings.finish_verify_mode()?,
+            lang: if settings.lang == "zh" {
+                Lang::Zh
+            } else {
+                Lang::En
+            },
+            ..AgentConfig::default()
+        };
+        let parts = AgentParts {
+            device: device.clone(),
+            actor,
+            verifier,
+            safety_reviewer,
+            approver: Arc::new(self.approvals.clone()),
+            recorder: Arc::new(StoreRecorder::new(self.store.clone())),
+            calibration_cache: None,
+        };
+        let cancel = CancellationToken::new();
+        {
+            let mut run = lock(&self.run);
+            if run.is_some() {
+                return Err(AppError::new(
+                    "busy",
+                    "a task is already running: stop it first or wait for it to end",
+                ));
+            }
+            *run = Some(ActiveRun {
+                run_id: None,
+                cancel: cancel.clone(),
+                device,
+            });
+        }
+        self.remember_task(&task);
+        let agent = Arc::new(Agent::new(parts, config));
+        let mut rx = agent.subscribe();
+        let this = self.clone();
+        let fwd_sink = sink.clone();
+        let notifications = settings.notifications;
+        let forwarder = tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(env) => {
+                        this.on_event(&env, notifications);
+                        fwd_sink.agent_event(&env);
+                        if matches!(env.event, AgentEvent::RunFinished { .. }) {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(skipped = n, "UI event forwarder lagged");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+        let this = self.clone();
+        tokio::spawn(async move {
+            let outcome = agent.run(&task, cancel).await;
+            // Let the forwarder deliver RunFinished before announcing the end.
+            let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
+            let ended = match outcome {
+                Ok(o) => RunEnded {
+                    run_id: o.run_id,
+                    status: o.status.as_str().into(),
+                    termination_code: o.termination_code,
+                    message: o.message,
+                },
+                Err(e) => {
+                    let e = AppError::from(e);
+                    RunEnded {
+                        run_id: String::new(),
+                        status: "error".into(),
+                        termination_code: e.code,
+                        message: e.message,
+                    }
+                }
+            };
+            lock(&this.run).take();
+            sink.run_ended(&ended);
+        });
+        Ok(sel)
+    }
+
+    fn on_event(&self, env: &EventEnvelope, notifications: bool) {
+        match &env.event {
+            AgentEvent::RunStarted { .. } => {
+                if let Some(r) = lock(&self.run).as_mut() {
+                    r.run_id = Some(env.run_id.clone());
+                }
+            }
+            AgentEvent::HumanRequested {
+                request_id,
+                request,
+                ..
+            } if notifications => {
+                self.notifier
+                    .show(request_id.clone(), request.clone(), self.approvals.clone());
+            }
+            AgentEvent::HumanResolved { request_id, .. } => self.notifier.withdraw(request_id),
+            _ => {}
+        }
+    }
+
+    /// Cancel the active run (SPEC R7): the in-flight model call is aborted and no further
+    /// device command is sent. Errors when nothing runs.
+    pub fn stop_run(&self) -> AppResult<()> {
+        match lock(&self.run).as_ref() {
+            Some(r) => {
+                r.cancel.cancel();
+                Ok(())
+            }
+            None => Err(AppError::new("not_running", "no task is running")),
+        }
+    }
+
+    /// Id of the active run, if one is running.
+    pub fn active_run(&self) -> Option<String> {
+        lock(&self.run)
+            .as_ref()
+            .map(|r| r.run_id.clone().unwrap_or_default())
+    }
+
+    fn remember_task(&self, task: &str) {
+        let mut list: Vec<String> = self
+            .store
+            .setting(RECENT_TASKS_KEY)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        list.retain(|t| t != task);
+        list.insert(0, task.to_string());
+        list.truncate(12);
+        if let Err(e) = self.store.set_setting(RECENT_TASKS_KEY, &list) {
+            tracing::warn!(error = %e, "could not save recent tasks");
+        }
+    }
+
+    /// Recent tasks, newest first.
+    pub fn recent_tasks(&self) -> AppResult<Vec<String>> {
+        Ok(self.store.setting(RECENT_TASKS_KEY)?.unwrap_or_default())
+    }
+
+    // ---- settings and keys (U5, P5) ----
+
+    /// The settings.
+    pub fn settings(&self) -> AppResult<AppSettings> {
+        AppSettings::load(&self.store)
+    }
+
+    /// Validate and save the settings.
+    pub fn save_settings(&self, s: &AppSettings) -> AppResult<()> {
+        s.save(&self.store)
+    }
+
+    /// Whether each keyring entry holds a key (never the key).
+    pub async fn key_status(&self, entries: Vec<String>) -> Vec<KeyStatus> {
+        let keys = self.keys.clone();
+        let res = tokio::task::spawn_blocking(move || {
+            entries
+                .into_iter()
+                .map(|entry| match keys.has(&entry) {
+                    Ok(present) => KeyStatus {
+                        entry,
+                        present,
+                        error: None,
+                    },
+                    Err(e) => KeyStatus {
+                        entry,
+                        present: false,
+                        error: Some(e.to_string()),
+                    },
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        res.unwrap_or_default()
+    }
+
+    /// Store (or replace) the API key of keyring entry `entry`. The key goes straight to the
+    /// OS keyring; it is not logged, stored elsewhere or returned.
+    pub async fn set_api_key(&self, entry: String, key: String) -> AppResult<()> {
+        phoneagent_llm::keystore::validate_entry_name(&entry)?;
+        let key = ApiKey::new(key);
+        if key.is_empty() {
+            return Err(AppError::invalid(
+                "the key is empty: paste the key, or use Delete to remove it",
+            ));
+        }
+        let keys = self.keys.clone();
+        tokio::task::spawn_blocking(move || keys.set(&entry, &key))
+            .await
+            .map_err(|e| AppError::internal(format!("keyring task failed: {e}")))??;
+        Ok(())
+    }
+
+    /// Delete the API key of `entry`; true when one was stored.
+    pub async fn delete_api_key(&self, entry: String) -> AppResult<bool> {
+        phoneagent_llm::keystore::validate_entry_name(&entry)?;
+        let keys = self.keys.clone();
+        Ok(tokio::task::spawn_blocking(move || keys.delete(&entry))
+            .await
+            .map_err(|e| AppError::internal(format!("keyring task failed: {e}")))??)
+    }
+
+    // ---- history (U6) ----
+
+    fn run_uuid(id: &str) -> AppResult<uuid::Uuid> {
+        uuid::Uuid::parse_str(id).map_err(|_| AppError::invalid(format!("{id:?} is not a run id")))
+    }
+
+    /// Past runs, newest first.
+    pub fn list_runs(&self, limit: usize) -> AppResult<Vec<RunSummary>> {
+        Ok(self
+            .store
+            .list_runs(limit.clamp(1, 1000))?
+            .into_iter()
+            .map(|r| RunSummary {
+                id: r.id.to_string(),
+                duration_ms: r.duration_ms(),
+                task: r.task,
+                status: r.status.as_str().into(),
+                started_ms: r.started_ms,
+                serial: r.device_serial,
+                model: r.model,
+                mode: r.access_mode.as_str().into(),
+                termination_code: r.termination_code,
+                steps: r.step_count,
+                tokens: r.prompt_tokens + r.completion_tokens,
+                cost_usd: r.cost_usd,
+            })
+            .collect())
+    }
+
+    /// The recorded events of a run, in order (for replay).
+    pub fn run_events(&self, id: &str) -> AppResult<Vec<EventEnvelope>> {
+        let uuid = Self::run_uuid(id)?;
+        Ok(self
+            .store
+            .events(uuid)?
+            .iter()
+            .filter_map(|e| e.to_envelope(uuid))
+            .collect())
+    }
+
+    /// A stored screenshot as a data URL.
+    pub fn screenshot(&self, sha256: &str) -> AppResult<String> {
+        if sha256.len() != 64 || !sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(AppError::invalid("not a screenshot hash"));
+        }
+        let shot = self.store.screenshot(sha256)?.ok_or_else(|| {
+            AppError::new(
+                "not_found",
+                format!("screenshot {} is not in the store", &sha256[..12]),
+            )
+        })?;
+        Ok(data_url(&shot.mime, &shot.bytes))
+    }
+
+    /// The approval ledger of a run.
+    pub fn ledger(&self, id: &str) -> AppResult<Vec<LedgerRow>> {
+        let uuid = Self::run_uuid(id)?;
+        Ok(self
+            .store
+            .approval_ledger(Some(uuid), 1000)?
+            .into_iter()
+            .map(|l| LedgerRow {
+                request_id: l.request_id,
+                kind: l.kind,
+                step: l.step,
+                ts_ms: l.ts_ms,
+                tool: l.tool,
+                tier: l.tier,
+                decision: l.decision,
+                decided_by: l.decided_by,
+                latency_ms: l.latency_ms,
+            })
+            .collect())
+    }
+
+    /// Export a run as `json` (trajectory schema 1.3) or `html` (self-contained report) into
+    /// the export directory.
+    pub fn export(&self, id: &str, format: &str) -> AppResult<ExportResult> {
+        let uuid = Self::run_uuid(id)?;
+        std::fs::create_dir_all(&self.export_dir).map_err(|e| {
+            AppError::coded(
+                phoneagent_protocol::ErrorCode::Store,
+                format!(
+                    "cannot create the export directory {}: {e}",
+                    self.export_dir.display()
+                ),
+            )
+        })?;
+        let short = &id[..8.min(id.len())];
+        let path = match format {
+            "json" => {
+                let p = self.export_dir.join(format!("phoneagent-run-{short}.json"));
+                phoneagent_store::export::write_trajectory_json(
+                    &self.store,
+                    uuid,
+                    &Default::default(),
+                    &p,
+                )?;
+                p
+            }
+            "html" => {
+                let p = self.export_dir.join(format!("phoneagent-run-{short}.html"));
+                phoneagent_store::export::write_html_report(
+                    &self.store,
+                    uuid,
+                    &Default::default(),
+                    &p,
+                )?;
+                p
+            }
+            other => {
+                return Err(AppError::invalid(format!(
+                    "unknown export format {other:?}: use json or html"
+                )));
+            }
+        };
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        Ok(ExportResult {
+            path: path.display().to_string(),
+            bytes,
+        })
+    }
+}

@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the desktop app (issue 6, SPEC U1-U6, P5) over WebDriver.
+
+Run by scripts/test-app.sh inside Xvfb + a private D-Bus session with gnome-keyring and dunst.
+Drives the real app binary through WebKitWebDriver against the in-app virtual phone and the
+scripted model server (a real HTTP process on loopback). Environment:
+  APP              the phoneagent-app binary
+  SCRIPTED_MODEL   the scripted-model binary
+  PHONEAGENT_HOME  fresh data directory (the SQLite file lives here)
+  SHOTS            directory for screenshots (docs/screenshots)
+"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from wd import Session, WebDriverError  # noqa: E402
+
+APP = os.environ["APP"]
+SCRIPTED_MODEL = os.environ["SCRIPTED_MODEL"]
+HOME_DIR = os.environ["PHONEAGENT_HOME"]
+SHOTS = os.environ.get("SHOTS", "")
+SECRET = "sk-e2e-" + base64.b32encode(os.urandom(10)).decode().rstrip("=")
+
+procs = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def log(*a):
+    print("[e2e]", *a, flush=True)
+
+
+# ---- the virtual phone's ground truth, over its ADB endpoint (tests only; never the agent) ----
+def adb_service(port, service, read_body):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"%04x%s" % (len(service.encode()), service.encode()))
+    status = s.recv(4)
+    if status != b"OKAY":
+        rest = s.recv(4096)
+        raise RuntimeError(f"{service}: {status!r} {rest!r}")
+    body = b""
+    if read_body:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    s.close()
+    return body
+
+
+def truth(port):
+    raw = adb_service(port, "host:sim-state", True)
+    # Some servers prefix the body with a hex4 length.
+    txt = raw.decode()
+    if not txt.lstrip().startswith("{"):
+        txt = txt[4:]
+    return json.loads(txt)
+
+
+def reset(port, scenario):
+    adb_service(port, f"host:sim-reset:virtual-phone-1:{scenario}", False)
+
+
+# ---- the scripted model ----
+class Model:
+    def __init__(self, sim_port):
+        self.p = subprocess.Popen([SCRIPTED_MODEL, "--port", "0", "--sim-port", str(sim_port)],
+                                  stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        procs.append(self.p)
+        line = self.p.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"scripted-model did not start: {line!r}")
+        self.base_url = line.strip().split("listening on ")[1].split()[0]
+        log("scripted model at", self.base_url)
+
+    def script(self, entries):
+        body = json.dumps({"mode": "replace", "entries": entries, "on_exhausted": "repeat_last"}).encode()
+        root = self.base_url.rsplit("/v1", 1)[0]
+        req = urllib.request.Request(root + "/__script", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
+        urllib.request.urlopen(urllib.request.Request(root + "/__requests", method="DELETE"), timeout=10).read()
+
+    def requests(self):
+        root = self.base_url.rsplit("/v1", 1)[0]
+        return json.loads(urllib.request.urlopen(root + "/__requests", timeout=10).read())
+
+
+ORDER_SCRIPT = [
+    {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单")'},
+    {"content": 'finish(message="Order submitted")'},
+    {"content": 'finish(message="Order submitted", confirm=True)'},
+]
+
+
+def tree_rss_kb(root_exe):
+    """Resident memory (kB) of the app process and its descendants (WebKit's web/network processes)."""
+    procs_ = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/status") as f:
+                rss = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except (OSError, ValueError, StopIteration):
+            continue
+        procs_[int(pid)] = (ppid, rss, exe)
+    roots = [p for p, (_, _, exe) in procs_.items() if os.path.realpath(exe) == os.path.realpath(root_exe)]
+    total, todo = 0, list(roots)
+    while todo:
+        p = todo.pop()
+        total += procs_[p][1]
+        todo.extend(c for c, (pp, _, _) in procs_.items() if pp == p)
+    return total
+
+
+def shot(s, name):
+    if not SHOTS:
+        return
+    time.sleep(1.0)
+    png = base64.b64decode(s.cmd("GET", "/screenshot", timeout=30))
+    with open(os.path.join(SHOTS, name), "wb") as f:
+        f.write(png)
+    log("screenshot", name, len(png), "bytes")
+
+
+def start_task(s, task, mode):
+    s.click("#nav-run")
+    s.type("#task-input", task)
+    s.click(f"#mode-{mode}")
+    s.click("#start-run")
+    s.wait_for("#stop-run", 20)
+
+
+def wait_run_end(s, timeout=60):
+    s.wait_for("#run-finished", timeout)
+    s.wait_for("#start-run", 20)
+    return s.attr("#run-finished", "data-status")
+
+
+def main():
+    results = []
+    sim_port = int(os.environ["PHONEAGENT_APP_SIM_PORT"])
+    model = Model(sim_port)
+    wd_port = free_port()
+    env = dict(os.environ, TAURI_WEBVIEW_AUTOMATION="true")
+    driver = subprocess.Popen(["WebKitWebDriver", f"--port={wd_port}"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=sys.stderr)
+    procs.append(driver)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", wd_port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    t0 = time.time()
+    s = Session(f"http://127.0.0.1:{wd_port}",
+                {"webkitgtk:browserOptions": {"binary": APP, "args": []}})
+    s.wait_for("#nav-run", 60)
+    log(f"MEASURE cold start to first painted window (WebDriver session start to UI present): {time.time() - t0:.2f}s")
+
+    def test(name, fn):
+        log("---", name)
+        try:
+            fn()
+            results.append((name, True, ""))
+            log("PASS", name)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            results.append((name, False, str(e)))
+            log("FAIL", name, e)
+            try:
+                shot(s, f"failure-{name}.png")
+            except Exception:
+                pass
+
+    def settings_and_key():
+        s.click("#nav-settings")
+        s.type("#profile-url-0", model.base_url)
+        s.type("#profile-model-0", "scripted")
+        s.js("const el=document.querySelector('#profile-space-0'); el.value='relative_0_999'; el.dispatchEvent(new Event('change'));")
+        # The scripted model answers every role from one script: keep the verifier out of it.
+        s.js("const el=document.querySelector('#finish-verify'); el.value='off'; el.dispatchEvent(new Event('change'));")
+        s.click("#save-settings")
+        s.wait_for("#settings-saved", 10)
+        s.type("#key-input-0", SECRET)
+        s.click("#key-save-0")
+        s.wait_until("key badge says stored", lambda: "keyring" in (s.text("#key-status-0") or "").lower() and "no key" not in (s.text("#key-status-0") or "").lower(), 15)
+        assert s.js("return document.querySelector('#key-input-0').value") == "", "the key field must be cleared"
+        assert SECRET not in s.js("return document.documentElement.outerHTML"), "the key must not be in the DOM"
+        out = subprocess.run(["secret-tool", "search", "--all", "service", "phoneagent"],
+                             capture_output=True, text=True, timeout=20)
+        assert SECRET in out.stdout + out.stderr, f"key not found in the keyring: {out.stdout} {out.stderr}"
+        shot(s, "settings.png")
+        # Reload the settings page: it shows the key as stored, never the key.
+        s.click("#nav-run")
+        s.click("#nav-settings")
+        s.wait_until("stored badge after reload", lambda: "stored" in (s.text("#key-status-0") or "").lower() or "已存" in (s.text("#key-status-0") or ""), 15)
+        assert SECRET not in s.js("return document.documentElement.outerHTML")
+
+    def virtual_phone_and_mirror():
+        s.click("#nav-run")
+        s.click("#start-virtual-phone", 30)
+        s.wait_for("#mirror-img", 30)
+        seq1 = int(s.attr("#mirror-img", "data-seq") or 0)
+        assert seq1 >= 1
+        s.wait_for("#readiness", 30)
+        time.sleep(3)
+        log(f"MEASURE resident memory idle (app + webview processes): {tree_rss_kb(APP) / 1024:.0f} MB")
+        shot(s, "devices-mirror.png")
+
+    def approve_in_dialog():
+        reset(sim_port, "checkout")
+        model.script(ORDER_SCRIPT)
+        before = s.attr("#mirror-img", "src")
+        start_task(s, "打开结算页并提交订单", "hard")
+        s.wait_for("#approval-dialog", 40)
+        assert s.attr("#approval-dialog", "data-kind") == "approval"
+        assert "提交订单" in (s.text("#approval-dialog") or "")
+        assert truth(sim_port)["orders_placed"] == 0, "nothing may run before approval"
+        log(f"MEASURE resident memory during a run (app + webview processes): {tree_rss_kb(APP) / 1024:.0f} MB")
+        shot(s, "approval-dialog.png")
+        s.click("#approve-btn")
+        s.wait_gone("#approval-dialog", 15)
+        s.wait_until("an order in the ground truth", lambda: truth(sim_port)["orders_placed"] == 1, 30)
+        s.wait_until("the mirror shows the new screen", lambda: s.attr("#mirror-img", "src") != before, 15)
+        status = wait_run_end(s, 60)
+        log("run status", status)
+        assert s.find("#timeline-steps [data-step]"), "the timeline shows steps"
+        shot(s, "run-timeline.png")
+
+    def reject_leaves_no_order():
+        reset(sim_port, "checkout")
+        model.script(ORDER_SCRIPT)
+        start_task(s, "打开结算页并提交订单", "hard")
+        s.wait_for("#approval-dialog", 40)
+        s.type("#reject-note", "do not order")
+        s.click("#reject-btn")
+        s.wait_gone("#approval-dialog", 15)
+        wait_run_end(s, 60)
+        gt = truth(sim_port)
+        assert gt["orders_placed"] == 0, f"a rejected request placed an order: {gt['orders_placed']}"
+
+    def take_over_by_clicking():
+        reset(sim_port, "home")
+        model.script([
+            {"content": 'do(action="Take_over", message="Please open the shop for me")'},
+            {"content": 'finish(message="The shop is open")'},
+            {"content": 'finish(message="The shop is open", confirm=True)'},
+        ])
+        start_task(s, "Open the shop", "wary")
+        s.wait_for("#takeover-banner", 40)
+        gt = truth(sim_port)
+        el = next(e for e in gt["elements"] if e.get("label") == "商城")
+        x0, y0, x1, y1 = el["bounds"]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        r = s.rect("#mirror-img")
+        w, h = gt["width"], gt["height"]
+        s.click_at(r["x"] + cx / w * r["width"], r["y"] + cy / h * r["height"])
+        s.wait_until("the phone shows the shop", lambda: truth(sim_port)["current_screen"].startswith("shop"), 15)
+        shot(s, "take-over.png")
+        s.click("#hand-back")
+        s.wait_gone("#takeover-banner", 15)
+        wait_run_end(s, 60)
+
+    def approve_from_notification():
+        reset(sim_port, "checkout")
+        model.script(ORDER_SCRIPT)
+        start_task(s, "打开结算页并提交订单", "hard")
+        s.wait_for("#approval-dialog", 40)
+        def invoke():
+            subprocess.run(["dunstctl", "context"], timeout=10, capture_output=True)
+            return truth(sim_port)["orders_placed"] == 1
+        s.wait_until("approve through the notification's action", invoke, 30, interval=1.0)
+        s.wait_gone("#approval-dialog", 15)
+        wait_run_end(s, 60)
+
+    def history_and_export():
+        s.click("#nav-history")
+        s.wait_for("#runs-list [data-run-id]", 15)
+        s.click("#runs-list [data-run-id]:last-of-type")
+        s.wait_for("#replay-next", 15)
+        s.click("#export-html")
+        s.wait_for("#export-result", 15)
+        path = (s.text("#export-result") or "").split("Saved to ")[1].split(" (")[0]
+        assert os.path.getsize(path) > 1000, path
+        shot(s, "history.png")
+
+    def secret_not_in_sqlite():
+        files = [f for f in os.listdir(HOME_DIR) if f.startswith("phoneagent.sqlite3")]
+        assert files, f"no database in {HOME_DIR}"
+        for f in files:
+            with open(os.path.join(HOME_DIR, f), "rb") as fh:
+                assert SECRET.encode() not in fh.read(), f"the API key leaked into {f}"
+
+    test("settings_and_api_key_in_keyring", settings_and_key)
+    test("virtual_phone_and_mirror", virtual_phone_and_mirror)
+    test("approve_hard_request_in_dialog", approve_in_dialog)
+    test("rejected_request_leaves_no_order", reject_leaves_no_order)
+    test("take_over_by_clicking_the_mirror", take_over_by_clicking)
+    if os.environ.get("E2E_NOTIFICATION", "1") == "1":
+        test("approve_from_notification", approve_from_notification)
+    test("history_replay_and_export", history_and_export)
+    test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)
+    s.quit()
+    failed = [r for r in results if not r[1]]
+    log(f"{len(results) - len(failed)}/{len(results)} passed")
+    for name, _, err in failed:
+        log("FAILED:", name, "-", err)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    code = 1
+    try:
+        code = main()
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    sys.exit(code)
