@@ -101,6 +101,7 @@ pub struct DevicePoint {
 #[serde(rename_all = "snake_case")]
 pub enum CoordinateSpace {
     /// Integers `0..=999` relative to the image on each axis (AutoGLM-style).
+    #[serde(rename = "relative_0_999")]
     Relative0999,
     /// Pixels of the image actually sent to the model (after downscaling).
     ImagePixels,
