@@ -1,3 +1,43 @@
 //! # phoneagent-sim
 //!
-//! PhoneAgent's virtual Android phone: deterministic apps drawn with real fonts, ground truth, fault injection, and an ADB server-protocol endpoint on loopback (SPEC V1-V4).
+//! PhoneAgent's virtual Android phone (SPEC V1–V4): deterministic apps drawn with a real CJK
+//! font, ground truth for tests, fault injection, and an **ADB server-protocol endpoint** on
+//! loopback that both PhoneAgent's device layer and Debian's stock `adb` client drive.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), phoneagent_sim::SimError> {
+//! use phoneagent_sim::{SimConfig, SimServer};
+//! let sim = SimServer::start(SimConfig::default(), 0).await?;
+//! // adb -P {sim.port()} -s virtual-phone-1 shell input tap 540 1200
+//! let phone = sim.phone("virtual-phone-1").expect("configured");
+//! println!("{}", phone.ground_truth().current_screen);
+//! sim.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! See `README.md` of this crate for the apps, scenarios, faults and services, and
+//! `/work/helpers/SIM_DEVICE_CONTRACT.md` for the exact protocol contract.
+
+mod adb;
+mod apps;
+pub mod client;
+mod config;
+mod error;
+mod phone;
+mod render;
+mod screens;
+mod server;
+mod shell;
+mod truth;
+mod ui;
+
+pub use apps::{INJECTION_TEXT_EN, INJECTION_TEXT_ZH, SCENARIOS};
+pub use config::{SimConfig, SimDeviceConfig, SimDeviceState};
+pub use error::{Result, SimError};
+pub use phone::{ADB_IME, LATIN_IME};
+pub use render::font_path;
+pub use server::{SimPhoneHandle, SimServer};
+pub use truth::{
+    DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine, SearchTruth,
+    Touch, TypedText,
+};
