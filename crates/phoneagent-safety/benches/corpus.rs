@@ -121,18 +121,53 @@ fn main() -> anyhow_free::Result {
     }
     std::hint::black_box(sink);
 
-    let pct = |a: usize, b: usize| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
     println!("phoneagent-safety corpus report ({} rows)", rows.len());
     println!("+------------------------------------+----------------------+");
     println!("| metric                             | value                |");
     println!("+------------------------------------+----------------------+");
-    println!("| recall on hard rows                | {:>5.1}% ({:>3}/{:<3})    |", pct(hard_hit, hard_rows), hard_hit, hard_rows);
-    println!("| false-alarm rate on benign rows    | {:>5.1}% ({:>3}/{:<3})    |", pct(benign_alarm, benign_rows), benign_alarm, benign_rows);
-    println!("| exact tier agreement (all rows)    | {:>5.1}% ({:>3}/{:<3})    |", pct(exact, rows.len()), exact, rows.len());
-    println!("| task-boundary decisions correct    | {:>5.1}% ({:>3}/{:<3})    |", pct(boundary_ok, boundary_rows), boundary_ok, boundary_rows);
-    println!("| classify time per call (mean)      | {:>10.2} µs        |", per_call);
-    println!("| slowest row (mean of 200)          | {:>10.2} µs        |", slowest.0);
-    println!("| Gate::builtin() (compile lexicons) | {:>10.2} ms        |", build.as_secs_f64() * 1e3);
+    println!(
+        "| recall on hard rows                | {:>5.1}% ({:>3}/{:<3})    |",
+        pct(hard_hit, hard_rows),
+        hard_hit,
+        hard_rows
+    );
+    println!(
+        "| false-alarm rate on benign rows    | {:>5.1}% ({:>3}/{:<3})    |",
+        pct(benign_alarm, benign_rows),
+        benign_alarm,
+        benign_rows
+    );
+    println!(
+        "| exact tier agreement (all rows)    | {:>5.1}% ({:>3}/{:<3})    |",
+        pct(exact, rows.len()),
+        exact,
+        rows.len()
+    );
+    println!(
+        "| task-boundary decisions correct    | {:>5.1}% ({:>3}/{:<3})    |",
+        pct(boundary_ok, boundary_rows),
+        boundary_ok,
+        boundary_rows
+    );
+    println!(
+        "| classify time per call (mean)      | {:>10.2} µs        |",
+        per_call
+    );
+    println!(
+        "| slowest row (mean of 200)          | {:>10.2} µs        |",
+        slowest.0
+    );
+    println!(
+        "| Gate::builtin() (compile lexicons) | {:>10.2} ms        |",
+        build.as_secs_f64() * 1e3
+    );
     println!("+------------------------------------+----------------------+");
     println!("slowest row: {}", slowest.1);
     for m in misses {

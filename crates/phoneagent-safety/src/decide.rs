@@ -3,7 +3,7 @@
 use phoneagent_protocol::{AccessMode, RiskTier};
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{Classification, Gate, ReasonCode};
+use crate::classify::{Classification, Gate};
 use crate::input::GateInput;
 use crate::receipt::WarningReceipt;
 
@@ -122,10 +122,8 @@ pub fn decide(mode: AccessMode, input: &GateInput, c: &Classification) -> GateDe
             },
         );
     }
-    if c.has(ReasonCode::NegatedTaskBoundary) {
-        if let Some(receipt) = WarningReceipt::task_boundary(input, c) {
-            return out(c.tier, Decision::BlockedByTaskBoundary { receipt });
-        }
+    if let Some(receipt) = WarningReceipt::task_boundary(input, c) {
+        return out(c.tier, Decision::BlockedByTaskBoundary { receipt });
     }
     let allow = |basis| Decision::Allow { basis };
     match mode {

@@ -82,19 +82,19 @@ fn rules() -> Option<&'static [Rule]> {
                     false,
                 ),
                 (
-                    r"\d{17}[Xx]|\d{4}(?:[ -]\d{4}){2,4}(?:[ -]\d{1,3})?|\d{12,24}",
+                    r"[0-9]{17}[Xx]|[0-9]{4}(?:[ -][0-9]{4}){2,4}(?:[ -][0-9]{1,3})?|[0-9]{12,24}",
                     Placeholder::CardOrNumber,
                     0,
                     true,
                 ),
                 (
-                    r"(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}",
+                    r"(?:\+?86[ -]?)?1[3-9][0-9][ -]?[0-9]{4}[ -]?[0-9]{4}",
                     Placeholder::Fixed("[phone]"),
                     0,
                     true,
                 ),
                 (
-                    r"\+\d{1,3}[ -]?(?:\(\d{1,4}\)[ -]?)?\d{2,4}(?:[ -]?\d{2,4}){1,4}|\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}",
+                    r"\+[0-9]{1,3}[ -]?(?:\([0-9]{1,4}\)[ -]?)?[0-9]{2,4}(?:[ -]?[0-9]{2,4}){1,4}|\(?[0-9]{3}\)?[ .-][0-9]{3}[ .-][0-9]{4}",
                     Placeholder::Fixed("[phone]"),
                     0,
                     true,
@@ -106,12 +106,12 @@ fn rules() -> Option<&'static [Rule]> {
                     false,
                 ),
                 (
-                    r"(?i)(?:验证码|校验码|动态码|短信码|确认码|安全码|code|otp|pin|passcode|cvv|cvc)\D{0,8}?(\d{3,8})",
+                    r"(?i)(?:验证码|校验码|动态码|短信码|确认码|安全码|code|otp|pin|passcode|cvv|cvc)[^0-9]{0,8}?([0-9]{3,8})",
                     Placeholder::Fixed("[code]"),
                     1,
                     true,
                 ),
-                (r"^\s*(\d{4,8})\s*$", Placeholder::Fixed("[code]"), 1, false),
+                (r"^\s*([0-9]{4,8})\s*$", Placeholder::Fixed("[code]"), 1, false),
             ];
             let mut out = Vec::with_capacity(specs.len());
             for (pat, placeholder, group, digit_guard) in specs {
@@ -145,7 +145,7 @@ fn luhn_ok(digits: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn apply(rule: &Rule, text: &str) -> String {

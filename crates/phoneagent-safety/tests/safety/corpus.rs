@@ -1,7 +1,7 @@
 //! Every row of the labelled corpus (tests/data/corpus.jsonl) classifies to its expected tier,
 //! and boundary rows are blocked (or not) as labelled.
 
-use phoneagent_safety::{AccessMode, Decision, Gate, GateInput, RiskTier, Tool, decide};
+use phoneagent_safety::{AccessMode, Decision, GateInput, RiskTier, Tool, decide};
 use serde::Deserialize;
 
 pub const CORPUS: &str = include_str!("../data/corpus.jsonl");

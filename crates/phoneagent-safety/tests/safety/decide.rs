@@ -1,8 +1,7 @@
 //! The decision matrix of SPEC S1, S4, S6 and AR1 over every access mode.
 
 use phoneagent_safety::{
-    AccessMode, AllowBasis, ApprovalRoute, Decision, GateInput, ReasonCode, RiskTier, Tool,
-    decide,
+    AccessMode, AllowBasis, ApprovalRoute, Decision, GateInput, ReasonCode, RiskTier, Tool, decide,
 };
 
 use crate::gate;

@@ -1,6 +1,8 @@
 //! Integration tests of the safety gate: the labelled corpus, the decision matrix of every
 //! access mode, raise-only properties, user lexicons, and receipt snapshots.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod corpus;
 mod decide;
 mod lexicon_file;

@@ -2,9 +2,7 @@
 //! target rules: redact, then truncate (type_text 32, target_description 24, launch_app 24).
 
 use phoneagent_safety::receipt::receipt_target;
-use phoneagent_safety::{
-    AccessMode, Decision, GateInput, Lang, Tool, WarningReceipt, decide,
-};
+use phoneagent_safety::{AccessMode, Decision, GateInput, Lang, Tool, WarningReceipt, decide};
 
 fn warn(input: &GateInput) -> WarningReceipt {
     let c = crate::gate().classify(input);
