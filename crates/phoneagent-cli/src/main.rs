@@ -23,6 +23,14 @@ enum Command {
     Doctor(cmd::device::DoctorArgs),
     /// Save a screenshot of the phone as PNG.
     Screenshot(cmd::device::ScreenshotArgs),
+    /// Carry out a task on the phone (without a task: interactive mode, task after task).
+    Run(cmd::run::RunArgs),
+    /// List past runs.
+    Runs(cmd::run::RunsArgs),
+    /// Export a run as JSON (trajectory schema 1.3) or a self-contained HTML report.
+    Export(cmd::run::ExportArgs),
+    /// Run a sample task end to end on the virtual phone with the scripted model (no phone, no API key).
+    Demo(cmd::demo::DemoArgs),
     /// The virtual phone: serve it over the ADB protocol, read its ground truth.
     #[command(subcommand)]
     Sim(cmd::sim::SimCommand),
@@ -52,6 +60,10 @@ fn main() -> std::process::ExitCode {
             Command::Devices(a) => cmd::device::devices(&cli.global, a).await,
             Command::Doctor(a) => cmd::device::doctor(&cli.global, a).await,
             Command::Screenshot(a) => cmd::device::screenshot(&cli.global, a).await,
+            Command::Run(a) => cmd::run::run(&cli.global, a).await,
+            Command::Runs(a) => cmd::run::runs(&cli.global, a).await,
+            Command::Export(a) => cmd::run::export(&cli.global, a).await,
+            Command::Demo(a) => cmd::demo::demo(&cli.global, a).await,
             Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
             Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,
             Command::Safety(c) => cmd::safety::run(&cli.global, c).await,

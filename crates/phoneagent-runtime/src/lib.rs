@@ -1,3 +1,58 @@
 //! # phoneagent-runtime
 //!
-//! PhoneAgent's agent runtime: the loop, AgentState, freshness, verification, recovery, memory, guards, finish acceptance, approvals (SPEC R*, F*, S8).
+//! The agent runtime (SPEC R1–R7, F1–F4, S8, D6, P1–P4): [`Agent`] runs one task at a time on
+//! one [`phoneagent_device::Device`], planning with a [`phoneagent_llm::ModelClient`], gating
+//! executing calls through `phoneagent-safety`, asking humans through an [`Approver`], and
+//! recording every fact as an [`phoneagent_protocol::AgentEvent`] through a [`RunRecorder`].
+//!
+//! Code map:
+//! * `agent` — the loop, `AgentState`, freshness, dispatch, verification, recovery, finish.
+//! * `memory` — task memory and the pure-vision sanitizers (P1, R6).
+//! * `prompt` — the actor's system prompt and history messages (the only place they are built).
+//! * `adapters` — the seams to the protocol parser, the coordinate mapper, the image sizing
+//!   and the safety gate.
+//! * `guards` — task guards (F4). `pixels` — pixel diffs. `approver` — human interrupts.
+//! * `events` — the event bus and the recorder trait; `store_recorder` — the SQLite recorder.
+
+mod adapters;
+mod agent;
+pub mod approver;
+pub mod config;
+pub mod events;
+pub mod guards;
+pub mod memory;
+pub mod pixels;
+pub mod prompt;
+pub mod store_recorder;
+
+pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome};
+pub use approver::{Approver, HumanRequest, PendingApprovals, PolicyApprover, map_free_text};
+pub use config::{AgentConfig, FinishVerifyMode, FreshnessConfig, Lang};
+pub use phoneagent_llm::config::ActionProtocol;
+pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
+
+/// Errors before a run starts (everything during a run ends in a `RunOutcome`).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A task is already running on this agent (R2).
+    #[error("a task is already running on this agent: wait for it to finish or cancel it")]
+    Busy,
+    /// The run could not be recorded.
+    #[error("could not record the run: {0}")]
+    Store(String),
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// sha256 hex of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}

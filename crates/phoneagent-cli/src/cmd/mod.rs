@@ -1,9 +1,13 @@
 //! Subcommands. Each module owns its clap args and its handler; handlers return the exit code.
 
+pub mod demo;
 pub mod device;
+pub mod models;
 pub mod protocol;
+pub mod run;
 pub mod safety;
 pub mod sim;
+pub mod timeline;
 
 /// Flags every subcommand takes.
 #[derive(Debug, clap::Args)]

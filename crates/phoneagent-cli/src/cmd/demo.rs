@@ -1,0 +1,145 @@
+//! `phoneagent demo`: a labelled end-to-end run on the virtual phone with the scripted model —
+//! no phone and no API key needed (SPEC C1). Both run in-process but are reached over their real
+//! protocols (ADB on loopback, OpenAI-compatible HTTP on loopback), so this is the same code path
+//! as a real run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_llm::config::Profile;
+use phoneagent_llm::{ChatClient, ClientConfig};
+use phoneagent_protocol::{AccessMode, CoordinateSpace};
+use phoneagent_runtime::store_recorder::StoreRecorder;
+use phoneagent_runtime::{Agent, AgentConfig, AgentParts, ModelRoute, PolicyApprover};
+use phoneagent_sim::{SimConfig, SimServer};
+use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
+use tokio_util::sync::CancellationToken;
+
+use super::Global;
+use super::run::{cancel_on_ctrl_c, exit_code, open_store, spawn_printer, write_export};
+
+/// A demo scenario: task, access mode and the scripted model's answers.
+struct Scenario {
+    name: &'static str,
+    task: &'static str,
+    mode: AccessMode,
+    script: &'static str,
+    about: &'static str,
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "buy",
+        task: "Buy the first product in the shop",
+        mode: AccessMode::Wary,
+        script: include_str!("../../demo/buy.jsonl"),
+        about: "shop → product → cart → checkout; 提交订单 and 确认支付 are stopped by the safety gate until the model confirms",
+    },
+    Scenario {
+        name: "draft-mail",
+        task: "Draft an email to bob@example.com about lunch on Friday, but don't send it",
+        mode: AccessMode::Wary,
+        script: include_str!("../../demo/draft-mail.jsonl"),
+        about: "mail compose with CJK-safe typing; the compose guard blocks Send and leaves a visible draft",
+    },
+];
+
+/// `phoneagent demo`
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Scenario: buy (default) or draft-mail.
+    #[arg(long, default_value = "buy")]
+    pub scenario: String,
+    /// Where to write the HTML report.
+    #[arg(long, default_value = "phoneagent-demo-report.html")]
+    pub report: PathBuf,
+    /// Print JSON lines of events instead of the timeline.
+    #[arg(long)]
+    pub json: bool,
+    /// List the scenarios and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// Run the demo.
+pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
+    if a.list {
+        for s in SCENARIOS {
+            println!("{:<11} {} — {}", s.name, s.task, s.about);
+        }
+        return Ok(0);
+    }
+    let scenario = SCENARIOS.iter().find(|s| s.name == a.scenario).with_context(|| {
+        format!(
+            "unknown scenario {:?}: choose one of {}",
+            a.scenario,
+            SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    let t0 = Instant::now();
+    println!("PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used.");
+    println!("A real run needs a phone with USB debugging and a model endpoint: see `phoneagent run --help`.\n");
+
+    let sim = SimServer::start(SimConfig::default(), 0).await.context("cannot start the virtual phone")?;
+    let serial = sim.serials().into_iter().next().context("the virtual phone has no device")?;
+    let script = Script::parse_jsonl(scenario.script).context("the demo script is invalid")?;
+    let model = ScriptedModel::start(ScriptedModelConfig {
+        script,
+        space: CoordinateSpace::Relative0999,
+        sim: Some(SimTarget { port: sim.port(), serial: Some(serial.clone()) }),
+        ..ScriptedModelConfig::default()
+    })
+    .await
+    .context("cannot start the scripted model server")?;
+
+    let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?;
+    let device: Arc<dyn Device> =
+        Arc::new(AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?);
+    let route = |role: &str| -> anyhow::Result<ModelRoute> {
+        let mut profile = Profile::new(model.base_url(), "scripted-model");
+        profile.coordinate_space = CoordinateSpace::Relative0999;
+        let client = ChatClient::new(ClientConfig::new(model.base_url(), "scripted-model"))?;
+        Ok(ModelRoute { client: Arc::new(client), profile_name: format!("demo-{role}"), profile, fallback: None })
+    };
+    let store = open_store()?;
+    let agent = Agent::new(
+        AgentParts {
+            device,
+            actor: route("actor")?,
+            verifier: Some(route("verifier")?),
+            safety_reviewer: None,
+            approver: Arc::new(PolicyApprover { approve: false }),
+            recorder: Arc::new(StoreRecorder::new(store.clone())),
+            calibration_cache: None,
+        },
+        AgentConfig { mode: scenario.mode, max_steps: 20, demo: true, ..AgentConfig::default() },
+    );
+    let printer = spawn_printer(&agent, a.json);
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let outcome = agent.run(scenario.task, cancel).await?;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(agent);
+    let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
+
+    let truth = sim.phone(&serial).map(|p| p.ground_truth());
+    if let Some(t) = &truth {
+        println!(
+            "\nvirtual phone ground truth: screen {} · orders placed {} · mails sent {}",
+            t.current_screen,
+            t.orders_placed.len(),
+            t.mails_sent.len()
+        );
+    }
+    let run_id = uuid::Uuid::parse_str(&outcome.run_id)?;
+    write_export(&store, run_id, "html", &a.report)?;
+    println!("report: {}", a.report.display());
+    println!("history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`", &outcome.run_id[..8]);
+    println!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
+    model.shutdown().await;
+    sim.shutdown().await;
+    Ok(exit_code(&outcome))
+}

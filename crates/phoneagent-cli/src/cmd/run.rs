@@ -1,0 +1,328 @@
+//! `run`, `runs`, `export` (SPEC C1, R*, T1–T2).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{AccessMode, CoordinateSpace, EventEnvelope, RunStatus};
+use phoneagent_runtime::store_recorder::StoreRecorder;
+use phoneagent_runtime::{
+    Agent, AgentConfig, AgentParts, Approver, FinishVerifyMode, HumanRequest, ModelRoute,
+    PolicyApprover, RunOutcome, map_free_text,
+};
+use phoneagent_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use super::Global;
+
+/// Model selection flags shared by `run` and `doctor`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// Model profile from models.json (default: roles.actor.model, or PHONE_AGENT_MODEL).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// OpenAI-compatible base URL including /v1 (overrides the profile; env PHONE_AGENT_BASE_URL).
+    #[arg(long, env = "PHONE_AGENT_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Model name (overrides the profile; env PHONE_AGENT_MODEL).
+    #[arg(long, env = "PHONE_AGENT_MODEL")]
+    pub model: Option<String>,
+    /// Action front end: `do` (AutoGLM-style text) or `tools` (function calling).
+    #[arg(long, value_parser = ["do", "tools"])]
+    pub protocol: Option<String>,
+    /// Coordinate space: relative_0_999, image_pixels, display_pixels or auto (env MODEL_COORDINATE_SPACE).
+    #[arg(long, env = "MODEL_COORDINATE_SPACE")]
+    pub coord_space: Option<CoordinateSpace>,
+}
+
+/// `phoneagent run`
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The task, in plain words. Without it, an interactive prompt takes task after task.
+    pub task: Option<String>,
+    /// ADB serial of the phone (default: ANDROID_SERIAL, or the only device).
+    #[arg(long, env = "ANDROID_SERIAL")]
+    pub serial: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Access mode: off, wary, hard, reviewer (env PHONE_AGENT_SAFETY_MODE).
+    #[arg(long, env = "PHONE_AGENT_SAFETY_MODE", default_value = "wary")]
+    pub mode: AccessMode,
+    /// Maximum steps.
+    #[arg(long, default_value_t = 30)]
+    pub max_steps: u32,
+    /// Maximum run time in minutes.
+    #[arg(long, default_value_t = 15)]
+    pub max_minutes: u64,
+    /// Run token budget (all roles).
+    #[arg(long)]
+    pub token_budget: Option<u64>,
+    /// Finish verifier: auto, always or off (env PHONE_AGENT_FINISH_VERIFY).
+    #[arg(long, env = "PHONE_AGENT_FINISH_VERIFY", default_value = "auto")]
+    pub finish_verify: FinishVerifyMode,
+    /// With no terminal to ask: approve or reject approval requests (default reject).
+    #[arg(long)]
+    pub on_approval: Option<OnApproval>,
+    /// Print JSON lines of events instead of the timeline.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What to do with approvals when nobody can be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnApproval {
+    /// Approve every approval request.
+    Approve,
+    /// Reject every approval request.
+    Reject,
+}
+
+/// Connect to the phone named by flags/env, through the adb server of `--adb`.
+pub async fn connect_device(g: &Global, serial: Option<&str>) -> anyhow::Result<AdbDevice> {
+    let addr = AdbServerAddr::resolve(g.adb.as_deref())?;
+    let server = AdbServer::new(addr);
+    Ok(AdbDevice::select(server, serial, AdbDeviceOptions::default()).await?)
+}
+
+/// Open the run store (PHONEAGENT_HOME or the platform data dir) and report crashed runs.
+pub fn open_store() -> anyhow::Result<Store> {
+    let store = Store::open_default().context("cannot open the run store")?;
+    let n = store.interrupted_at_open();
+    if n > 0 {
+        eprintln!("note: {n} run(s) left running by a crash were marked interrupted");
+    }
+    Ok(store)
+}
+
+/// The terminal approver: asks on stdin/stderr (SPEC S8 free-text mapping for approvals).
+pub struct TerminalApprover;
+
+#[async_trait::async_trait]
+impl Approver for TerminalApprover {
+    async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse {
+        let prompt = match &request.kind {
+            HumanRequestKind::Approval { tool, target, tier, reasons } => format!(
+                "\n{}\n⏸ Approve {tool} → 「{target}」? ({tier:?}: {})\n  type approve / yes / 同意 to run it, anything else rejects: ",
+                request.detail,
+                reasons.join(", ")
+            ),
+            HumanRequestKind::AskUser { question } => format!("\n? The agent asks: {question}\n  your answer: "),
+            HumanRequestKind::TakeOver { message } => format!(
+                "\n✋ Take over: {message}\n  operate the phone, then type `back` to hand it back, `done` if you finished the task yourself, or anything else to refuse: "
+            ),
+        };
+        let kind = request.kind.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            eprint!("{prompt}");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).map(|_| line)
+        });
+        let line = tokio::select! {
+            r = read => r.ok().and_then(|r| r.ok()).unwrap_or_default(),
+            _ = cancel.cancelled() => return HumanResponse::Reject { note: Some("run cancelled".into()) },
+        };
+        match kind {
+            HumanRequestKind::Approval { .. } => map_free_text(&line),
+            HumanRequestKind::AskUser { .. } => HumanResponse::Answer { text: line.trim().to_string() },
+            HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
+                "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
+                "done" | "d" | "完成" => HumanResponse::Approve,
+                _ => HumanResponse::Reject { note: None },
+            },
+        }
+    }
+}
+
+/// Print events as they come: the timeline, or JSON lines.
+pub fn spawn_printer(agent: &Agent, json: bool) -> tokio::task::JoinHandle<()> {
+    let mut rx = agent.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(env) => print_event(&env, json),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("(timeline skipped {n} events)"),
+                Err(_) => break,
+            }
+        }
+    })
+}
+
+fn print_event(env: &EventEnvelope, json: bool) {
+    if json {
+        if let Ok(s) = serde_json::to_string(env) {
+            println!("{s}");
+        }
+    } else if let Some(line) = super::timeline::line(env) {
+        println!("{line}");
+    }
+}
+
+/// Cancel `token` on Ctrl-C (a second Ctrl-C exits at once).
+pub fn cancel_on_ctrl_c(token: CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ncancelling… (Ctrl-C again to quit at once)");
+            token.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
+/// Exit code for a run outcome: 0 succeeded, 1 otherwise.
+pub fn exit_code(o: &RunOutcome) -> u8 {
+    if o.status == RunStatus::Succeeded { 0 } else { 1 }
+}
+
+/// Run one task, or an interactive session of tasks.
+pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
+    let device: Arc<dyn Device> = Arc::new(connect_device(g, a.serial.as_deref()).await?);
+    let routes = super::models::resolve_routes(&a.model)?;
+    for why in &routes.unavailable {
+        eprintln!("note: {why}");
+    }
+    let store = open_store()?;
+    let interactive_terminal = std::io::stdin().is_terminal();
+    let approver: Arc<dyn Approver> = match (interactive_terminal, a.on_approval) {
+        (true, None) => Arc::new(TerminalApprover),
+        (_, Some(OnApproval::Approve)) => Arc::new(PolicyApprover { approve: true }),
+        (_, Some(OnApproval::Reject)) => Arc::new(PolicyApprover { approve: false }),
+        (false, None) => {
+            eprintln!("note: no terminal to ask for approvals: approval requests will be rejected (use --on-approval approve|reject)");
+            Arc::new(PolicyApprover { approve: false })
+        }
+    };
+    let config = AgentConfig {
+        max_steps: a.max_steps,
+        max_duration: Duration::from_secs(a.max_minutes * 60),
+        mode: a.mode,
+        token_budget: a.token_budget,
+        finish_verify: a.finish_verify,
+        ..AgentConfig::default()
+    };
+    let agent = Agent::new(
+        AgentParts {
+            device,
+            actor: routes.actor,
+            verifier: routes.verifier,
+            safety_reviewer: routes.safety_reviewer,
+            approver,
+            recorder: Arc::new(StoreRecorder::new(store)),
+            calibration_cache: None,
+        },
+        config,
+    );
+    let printer = spawn_printer(&agent, a.json);
+    let mut last = 0;
+    match a.task {
+        Some(task) => {
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(cancel.clone());
+            let outcome = agent.run(&task, cancel).await?;
+            last = exit_code(&outcome);
+        }
+        None => {
+            eprintln!("PhoneAgent interactive mode: type a task and press Enter (empty line or Ctrl-D to quit).");
+            loop {
+                eprint!("task> ");
+                let _ = std::io::stderr().flush();
+                let line = tokio::task::spawn_blocking(|| {
+                    let mut s = String::new();
+                    std::io::stdin().lock().read_line(&mut s).map(|n| (n, s))
+                })
+                .await??;
+                let task = line.1.trim().to_string();
+                if line.0 == 0 || task.is_empty() {
+                    break;
+                }
+                let cancel = CancellationToken::new();
+                cancel_on_ctrl_c(cancel.clone());
+                let outcome = agent.run(&task, cancel).await?;
+                last = exit_code(&outcome);
+            }
+        }
+    }
+    // Let the printer drain the last events.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(agent);
+    let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
+    Ok(last)
+}
+
+/// `phoneagent runs`
+#[derive(Debug, clap::Args)]
+pub struct RunsArgs {
+    /// How many runs to list.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List past runs.
+pub async fn runs(_g: &Global, a: RunsArgs) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    let list = store.list_runs(a.limit)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(0);
+    }
+    if list.is_empty() {
+        println!("no runs yet: start one with `phoneagent run \"<task>\"` or `phoneagent demo`");
+        return Ok(0);
+    }
+    println!("{:<10} {:<12} {:>6} {:>8}  task", "run", "status", "events", "tokens");
+    for r in list {
+        let id = r.id.to_string();
+        println!(
+            "{:<10} {:<12} {:>6} {:>8}  {}",
+            &id[..8],
+            r.status.as_str(),
+            r.event_count,
+            r.prompt_tokens + r.completion_tokens,
+            r.task
+        );
+    }
+    Ok(0)
+}
+
+/// `phoneagent export`
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Run id (or a unique prefix of it, as `phoneagent runs` shows).
+    pub run_id: String,
+    /// json (trajectory schema 1.3) or html (self-contained report).
+    #[arg(long, default_value = "html")]
+    pub format: String,
+    /// Output file.
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
+}
+
+/// Export a run.
+pub async fn export(_g: &Global, a: ExportArgs) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    let run = store
+        .find_run_by_prefix(&a.run_id)?
+        .with_context(|| format!("no run matches {:?}: list runs with `phoneagent runs`", a.run_id))?;
+    write_export(&store, run.id, &a.format, &a.output)?;
+    println!("wrote {}", a.output.display());
+    Ok(0)
+}
+
+/// Write the export of `run_id` in `format` to `path`.
+pub fn write_export(store: &Store, run_id: uuid::Uuid, format: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    let bytes = match format {
+        "json" => serde_json::to_vec_pretty(&phoneagent_store::export::trajectory_json(store, run_id, true)?)?,
+        "html" => phoneagent_store::export::html_report(store, run_id)?.into_bytes(),
+        other => anyhow::bail!("unknown export format {other:?}: use json or html"),
+    };
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

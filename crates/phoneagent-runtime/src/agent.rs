@@ -1,0 +1,1476 @@
+//! The [`Agent`] and its loop (SPEC R1–R7, F1–F3, S8, D6).
+//!
+//! One loop step: observe → (negotiate contract) → build the pure-vision context → model →
+//! parse/validate/map (one bounded protocol retry) → safety gate / approvals → freshness re-check
+//! → dispatch → re-observe and compare pixels → verify / recover → on finish: acceptance.
+//! The [`AgentEvent`] stream is the one audit history; `AgentState` is the one live phase.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use phoneagent_device::{Device, DeviceError, KeyCode, Screenshot};
+use phoneagent_llm::calibration::CalibrationCache;
+use phoneagent_llm::config::{ActionProtocol, ModelFallback, Profile, ResolvedModel, Role};
+use phoneagent_llm::ledger::{Budgets, CallKind, TokenLedger};
+use phoneagent_llm::{ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmError, ModelClient};
+use phoneagent_protocol::event::{
+    DecidedBy, GateOutcome, HumanRequestKind, HumanResponse, MappedPoint, RecoveryOutcome, TrajectoryPolicy,
+    VerificationFacts,
+};
+use phoneagent_protocol::{
+    AccessMode, Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode, EventEnvelope, Phase,
+    RiskTier, RunStatus, ScreenGeometry, TaskItem,
+};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::adapters::{self, GateVerdict, Prepared};
+use crate::approver::{Approver, HumanRequest};
+use crate::config::{AgentConfig, FinishVerifyMode};
+use crate::events::{EventBus, RunMeta, RunRecorder};
+use crate::guards::TaskGuards;
+use crate::memory::{Memory, Turn, estimate_tokens, sanitize_text, summarize_action};
+use crate::pixels::{Rect, changed_fraction};
+use phoneagent_review::{FinishVerifier, ReversibilityReviewer, ReviewVerdict, VerifierVerdict};
+use crate::{RuntimeError, now_ms};
+
+/// A model endpoint bound to a role: the client and the profile it was built from (protocol,
+/// coordinate space, image sizing, prices). Never holds the key outside the client.
+#[derive(Clone)]
+pub struct ModelRoute {
+    /// The client.
+    pub client: Arc<dyn ModelClient>,
+    /// Profile name (for events).
+    pub profile_name: String,
+    /// The profile.
+    pub profile: Profile,
+    /// Set when the role fell back along the chain (SPEC M2); recorded as `model_fallback`.
+    pub fallback: Option<ModelFallback>,
+}
+
+impl ModelRoute {
+    /// A route over an HTTP client for a resolved role.
+    pub fn from_resolved(m: &ResolvedModel) -> Result<Self, LlmError> {
+        Ok(Self {
+            client: Arc::new(m.client()?),
+            profile_name: m.profile_name.clone(),
+            profile: m.profile.clone(),
+            fallback: m.fallback.clone(),
+        })
+    }
+}
+
+/// The live state of the agent (SPEC R2): one owner of the phase.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AgentState {
+    /// Current phase.
+    pub phase: Phase,
+    /// Current run id, if a run is active or was the last one.
+    pub run_id: Option<String>,
+    /// Current step.
+    pub step: u32,
+    /// Latest screen sequence number.
+    pub screen_seq: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunOutcome {
+    /// Run id.
+    pub run_id: String,
+    /// Terminal status.
+    pub status: RunStatus,
+    /// Termination code (`finish_accepted`, `max_steps`, `cancelled`, …).
+    pub termination_code: String,
+    /// The model's final message or the error.
+    pub message: String,
+    /// Steps taken.
+    pub steps: u32,
+    /// Duration ms.
+    pub duration_ms: u64,
+}
+
+/// Collaborators of an agent.
+pub struct AgentParts {
+    /// The phone.
+    pub device: Arc<dyn Device>,
+    /// The planner model.
+    pub actor: ModelRoute,
+    /// The finish verifier model (F2); `None` → verifier skipped (fail-open, audited).
+    pub verifier: Option<ModelRoute>,
+    /// The reversibility reviewer model (S7); `None` → fail-closed in reviewer mode.
+    pub safety_reviewer: Option<ModelRoute>,
+    /// Human interrupts.
+    pub approver: Arc<dyn Approver>,
+    /// Where history goes.
+    pub recorder: Arc<dyn RunRecorder>,
+    /// Where negotiated coordinate contracts are cached (M4); `None` → per-process memory.
+    pub calibration_cache: Option<Arc<dyn CalibrationCache>>,
+}
+
+/// The agent: one task at a time over one device.
+pub struct Agent {
+    parts: AgentParts,
+    config: AgentConfig,
+    tx: broadcast::Sender<EventEnvelope>,
+    state: Arc<Mutex<AgentState>>,
+    busy: AtomicBool,
+}
+
+impl Agent {
+    /// A new agent.
+    pub fn new(parts: AgentParts, config: AgentConfig) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        Self {
+            parts,
+            config,
+            tx,
+            state: Arc::new(Mutex::new(AgentState { phase: Phase::Idle, run_id: None, step: 0, screen_seq: 0 })),
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// Subscribe to the live event stream (every event of every run, in order).
+    pub fn subscribe(&self) -> broadcast::Receiver<EventEnvelope> {
+        self.tx.subscribe()
+    }
+
+    /// A snapshot of the live state.
+    pub fn state(&self) -> AgentState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Run `task` to a terminal state. Refuses when a task is already running (R2).
+    ///
+    /// Errors only for setup problems before the run starts (busy, recorder); everything that
+    /// happens during the run ends in a [`RunOutcome`] with its status and code.
+    pub async fn run(&self, task: &str, cancel: CancellationToken) -> Result<RunOutcome, RuntimeError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(RuntimeError::Busy);
+        }
+        let result = self.run_inner(task, cancel).await;
+        self.busy.store(false, Ordering::SeqCst);
+        result
+    }
+
+    async fn run_inner(&self, task: &str, cancel: CancellationToken) -> Result<RunOutcome, RuntimeError> {
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let meta = RunMeta {
+            run_id: run_id.clone(),
+            task: task.to_string(),
+            serial: self.parts.device.serial().to_string(),
+            profile: self.parts.actor.profile_name.clone(),
+            model: self.parts.actor.profile.model.clone(),
+            mode: self.config.mode.as_str().to_string(),
+            started_ms: now_ms(),
+        };
+        self.parts.recorder.begin_run(&meta).map_err(RuntimeError::Store)?;
+        let bus = EventBus::new(run_id.clone(), self.parts.recorder.clone(), self.tx.clone());
+        {
+            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            *s = AgentState { phase: Phase::Idle, run_id: Some(run_id.clone()), step: 0, screen_seq: 0 };
+        }
+        let mut run = Run::new(self, task, bus, cancel);
+        let outcome = run.execute().await;
+        // The IME is restored on every exit path (D4): success, error, cancel.
+        if let Err(e) = self.parts.device.restore_ime().await {
+            run.bus.emit(AgentEvent::Warning { code: "ime_restore_failed".into(), message: e.to_string() });
+        }
+        let summary = serde_json::json!({
+            "steps": outcome.steps,
+            "message": outcome.message,
+            "tokens": run.totals(),
+            "hard_failures": run.hard_failures,
+            "soft_replans": run.soft_replans,
+        });
+        run.bus.emit(AgentEvent::RunFinished {
+            status: outcome.status,
+            termination_code: outcome.termination_code.clone(),
+            message: outcome.message.clone(),
+            steps: outcome.steps,
+            duration_ms: outcome.duration_ms,
+            tokens: run.totals(),
+            hard_failures: run.hard_failures,
+            soft_replans: run.soft_replans,
+        });
+        self.parts
+            .recorder
+            .end_run(&run_id, outcome.status, &outcome.termination_code, &summary)
+            .map_err(RuntimeError::Store)?;
+        Ok(outcome)
+    }
+}
+
+/// A screenshot as the runtime uses it.
+#[derive(Clone)]
+struct Obs {
+    shot: Screenshot,
+    hash: String,
+    seq: u64,
+    geometry: ScreenGeometry,
+}
+
+/// The review package of a first-stage finish (F1).
+#[derive(Debug, Clone)]
+struct ReviewState {
+    screen_seq: u64,
+    board: Vec<TaskItem>,
+    goal: String,
+}
+
+/// What handling one action led to.
+enum Flow {
+    /// Go on with the next action / step.
+    Continue,
+    /// The run is over.
+    End(RunStatus, String, String),
+}
+
+/// Signature of a dispatched action for the repeat guard.
+#[derive(Debug, Clone, PartialEq)]
+struct Signature(String);
+
+struct Run<'a> {
+    agent: &'a Agent,
+    task: String,
+    bus: EventBus,
+    cancel: CancellationToken,
+    started: Instant,
+    step: u32,
+    memory: Memory,
+    guards: TaskGuards,
+    contract: Option<CoordinateSpace>,
+    screen_seq: u64,
+    ledger: TokenLedger,
+    hard_failures: u32,
+    soft_replans: u32,
+    review: Option<ReviewState>,
+    verifier_rejections: u32,
+    extra_turn_used: bool,
+    last_sig: Option<(Signature, u32)>,
+    unchanged_streak: u32,
+    loop_replans: u32,
+    /// Feedback for the next planning turn (results of this step's actions).
+    feedback: Vec<String>,
+    /// Recent screenshots (hash, image) for the verifier's tail.
+    tail: Vec<Obs>,
+    /// The last captured frame, for the screen sequence number.
+    last_frame: Option<Arc<image::RgbaImage>>,
+}
+
+impl<'a> Run<'a> {
+    fn new(agent: &'a Agent, task: &str, bus: EventBus, cancel: CancellationToken) -> Self {
+        Self {
+            agent,
+            task: task.to_string(),
+            bus,
+            cancel,
+            started: Instant::now(),
+            step: 0,
+            memory: Memory::new(task),
+            guards: TaskGuards::from_task(task),
+            contract: None,
+            screen_seq: 0,
+            ledger: TokenLedger::new(Budgets { run_tokens: agent.config.token_budget, input_tokens: agent.config.input_token_budget }),
+            hard_failures: 0,
+            soft_replans: 0,
+            review: None,
+            verifier_rejections: 0,
+            extra_turn_used: false,
+            last_sig: None,
+            unchanged_streak: 0,
+            loop_replans: 0,
+            feedback: Vec::new(),
+            tail: Vec::new(),
+            last_frame: None,
+        }
+    }
+
+    /// Run totals from the ledger (M3).
+    fn totals(&self) -> phoneagent_protocol::event::TokenTotals {
+        let t = self.ledger.summary().total;
+        phoneagent_protocol::event::TokenTotals {
+            prompt_tokens: t.prompt_tokens,
+            completion_tokens: t.completion_tokens,
+            cost_usd: t.cost_usd,
+            calls: t.calls,
+        }
+    }
+
+    fn protocol(&self) -> ActionProtocol {
+        self.agent.parts.actor.profile.protocol
+    }
+
+    fn cfg(&self) -> &AgentConfig {
+        &self.agent.config
+    }
+
+    fn device(&self) -> &dyn Device {
+        self.agent.parts.device.as_ref()
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        {
+            let mut s = self.agent.state.lock().unwrap_or_else(|p| p.into_inner());
+            if s.phase == phase && s.step == self.step {
+                return;
+            }
+            s.phase = phase;
+            s.step = self.step;
+            s.screen_seq = self.screen_seq;
+        }
+        self.bus.emit(AgentEvent::Phase { phase });
+    }
+
+    fn outcome(&self, status: RunStatus, code: &str, message: String) -> RunOutcome {
+        RunOutcome {
+            run_id: self.bus_run_id(),
+            status,
+            termination_code: code.to_string(),
+            message,
+            steps: self.step,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+        }
+    }
+
+    fn bus_run_id(&self) -> String {
+        self.agent.state().run_id.unwrap_or_default()
+    }
+
+    async fn execute(&mut self) -> RunOutcome {
+        let cfg = self.cfg().clone();
+        let parts = &self.agent.parts;
+        let actor = &parts.actor;
+        self.bus.emit(AgentEvent::RunStarted {
+            task: self.task.clone(),
+            serial: self.device().serial().to_string(),
+            profile: actor.profile_name.clone(),
+            model: actor.profile.model.clone(),
+            base_url: actor.profile.base_url.clone(),
+            protocol: actor.profile.protocol.as_str().into(),
+            mode: cfg.mode,
+            max_steps: cfg.max_steps,
+            max_duration_ms: cfg.max_duration.as_millis() as u64,
+            policy: TrajectoryPolicy::pure_vision(cfg.app_launcher),
+            demo: cfg.demo,
+        });
+        for route in [Some(&parts.actor), parts.verifier.as_ref(), parts.safety_reviewer.as_ref()].into_iter().flatten() {
+            if let Some(fb) = &route.fallback {
+                self.bus.emit(AgentEvent::ModelFallback {
+                    role: fb.role.as_str().into(),
+                    requested: fb.from_profile.clone(),
+                    used: fb.to_profile.clone(),
+                    reason: fb.reason.clone(),
+                });
+            }
+        }
+        for g in self.guards.active() {
+            self.bus.emit(AgentEvent::GuardActive { guard: g.to_string() });
+        }
+        let flow = self.main_loop().await;
+        let (status, code, message) = match flow {
+            Flow::End(s, c, m) => (s, c, m),
+            Flow::Continue => (RunStatus::Failed, "internal".to_string(), "loop ended unexpectedly".to_string()),
+        };
+        let phase = match status {
+            RunStatus::Succeeded => Phase::Succeeded,
+            RunStatus::Cancelled => Phase::Cancelled,
+            RunStatus::TakenOver => Phase::TakenOver,
+            _ => Phase::Failed,
+        };
+        self.set_phase(phase);
+        self.outcome(status, &code, message)
+    }
+
+    fn end(status: RunStatus, code: &str, message: impl Into<String>) -> Flow {
+        Flow::End(status, code.to_string(), message.into())
+    }
+
+    fn cancelled_flow(&self) -> Flow {
+        Self::end(RunStatus::Cancelled, "cancelled", "cancelled by the user")
+    }
+
+    fn limits_reached(&self) -> Option<Flow> {
+        if self.cancel.is_cancelled() {
+            return Some(self.cancelled_flow());
+        }
+        if let Some(e) = self.bus.take_write_error() {
+            return Some(Self::end(RunStatus::Failed, "store", format!("could not record the run: {e}")));
+        }
+        if self.step >= self.cfg().max_steps {
+            return Some(Self::end(
+                RunStatus::Failed,
+                "max_steps",
+                format!("stopped after the maximum of {} steps without an accepted finish", self.cfg().max_steps),
+            ));
+        }
+        if self.started.elapsed() >= self.cfg().max_duration {
+            return Some(Self::end(
+                RunStatus::Failed,
+                "max_duration",
+                format!("stopped after the maximum run time of {} s", self.cfg().max_duration.as_secs()),
+            ));
+        }
+        None
+    }
+
+    fn budget_exhausted(&self) -> bool {
+        self.ledger.exhausted()
+    }
+
+    async fn main_loop(&mut self) -> Flow {
+        loop {
+            if let Some(f) = self.limits_reached() {
+                return f;
+            }
+            let extra_confirmation = if self.budget_exhausted() {
+                // F3: one real confirmation turn bound to a valid review package, at most once.
+                let valid = self.review.as_ref().is_some_and(|r| {
+                    r.screen_seq == self.screen_seq && r.goal == self.task && board_closed(&r.board)
+                        && r.board == self.memory.task_board
+                });
+                if valid && !self.extra_turn_used && self.verifier_rejections == 0 {
+                    self.extra_turn_used = true;
+                    true
+                } else {
+                    return Self::end(
+                        RunStatus::Failed,
+                        "budget_exhausted",
+                        "the run's token budget is exhausted".to_string(),
+                    );
+                }
+            } else {
+                false
+            };
+            self.step += 1;
+            self.bus.set_step(self.step);
+            let obs = match self.observe("plan").await {
+                Ok(o) => o,
+                Err(f) => return f,
+            };
+            if self.contract.is_none() {
+                match self.negotiate_contract(&obs).await {
+                    Ok(space) => self.contract = Some(space),
+                    Err(f) => return f,
+                }
+            }
+            match self.plan_and_act(obs, extra_confirmation).await {
+                Flow::Continue => {}
+                end => return end,
+            }
+            if extra_confirmation {
+                return Self::end(
+                    RunStatus::Failed,
+                    "budget_exhausted",
+                    "the token budget is exhausted and the extra confirmation turn did not finish the task",
+                );
+            }
+        }
+    }
+
+    /// Observe, handling device loss (D6) and blocked frames (D3).
+    async fn observe(&mut self, purpose: &str) -> Result<Obs, Flow> {
+        loop {
+            self.set_phase(Phase::Observing);
+            if self.cancel.is_cancelled() {
+                return Err(self.cancelled_flow());
+            }
+            match self.capture(purpose).await {
+                Ok(obs) if obs.shot.blocked => {
+                    // Never plan on a black frame: ask the human (no tap is sent).
+                    self.bus.emit(AgentEvent::Warning {
+                        code: ErrorCode::ScreenshotBlocked.as_str().into(),
+                        message: "the screenshot is all black (a protected window?); asking a human".into(),
+                    });
+                    let resp = self
+                        .ask_human(
+                            HumanRequestKind::TakeOver {
+                                message: "The screen cannot be captured (black frame: a protected window such as a payment \
+                                          or password screen). Please handle this screen on the phone, then hand back."
+                                    .into(),
+                            },
+                            String::new(),
+                        )
+                        .await;
+                    match resp {
+                        HumanResponse::HandBack => continue,
+                        HumanResponse::Approve => {
+                            return Err(Self::end(
+                                RunStatus::TakenOver,
+                                "screenshot_blocked_takeover",
+                                "a human took over on a protected screen",
+                            ));
+                        }
+                        _ => {
+                            return Err(Self::end(
+                                RunStatus::Failed,
+                                ErrorCode::ScreenshotBlocked.as_str(),
+                                "the screen is protected (black screenshot) and no human took over",
+                            ));
+                        }
+                    }
+                }
+                Ok(obs) => return Ok(obs),
+                Err(e) => match self.device_error_flow(e, None).await {
+                    Flow::Continue => continue,
+                    end => return Err(end),
+                },
+            }
+        }
+    }
+
+    /// Take a screenshot, store it, emit the observation.
+    async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
+        let shot = self.device().screenshot(&self.cancel).await?;
+        let geometry = self.device().geometry(&self.cancel).await?;
+        // The screenshot actually taken is the truth for the size (D2).
+        let geometry = ScreenGeometry { width_px: shot.image.width(), height_px: shot.image.height(), ..geometry };
+        let hash = self
+            .bus
+            .recorder()
+            .put_screenshot(&shot.png, shot.image.width(), shot.image.height())
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "could not store screenshot");
+                crate::sha256_hex(&shot.png)
+            });
+        // The screen sequence number counts distinct screens: it moves only when the frame changed.
+        let changed = self.last_frame.as_ref().is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002);
+        if changed {
+            self.screen_seq += 1;
+        }
+        self.last_frame = Some(shot.image.clone());
+        self.bus.emit(AgentEvent::Observation {
+            screenshot: hash.clone(),
+            width: shot.image.width(),
+            height: shot.image.height(),
+            blocked: shot.blocked,
+            screen_seq: self.screen_seq,
+            capture_ms: shot.capture_ms,
+            purpose: purpose.to_string(),
+        });
+        let obs = Obs { shot, hash, seq: self.screen_seq, geometry };
+        if purpose == "plan" || purpose == "verify" {
+            self.tail.push(obs.clone());
+            if self.tail.len() > 3 {
+                self.tail.remove(0);
+            }
+        }
+        Ok(obs)
+    }
+
+    /// Device errors: loss → wait for the same serial (D6); setup errors → abort; others → hard failure.
+    async fn device_error_flow(&mut self, e: DeviceError, action_type: Option<&str>) -> Flow {
+        if matches!(e, DeviceError::Cancelled) || self.cancel.is_cancelled() {
+            return self.cancelled_flow();
+        }
+        if e.is_device_lost() {
+            let serial = self.device().serial().to_string();
+            self.set_phase(Phase::DeviceLost);
+            self.bus.emit(AgentEvent::DeviceLost { serial: serial.clone(), detail: e.to_string() });
+            let t0 = Instant::now();
+            let deadline = t0 + self.cfg().device_wait;
+            loop {
+                if self.cancel.is_cancelled() {
+                    return self.cancelled_flow();
+                }
+                if Instant::now() >= deadline {
+                    return Self::end(
+                        RunStatus::Failed,
+                        ErrorCode::DeviceLost.as_str(),
+                        format!(
+                            "device {serial} did not come back within {} s: reconnect it and start the task again",
+                            self.cfg().device_wait.as_secs()
+                        ),
+                    );
+                }
+                match self.device().geometry(&self.cancel).await {
+                    Ok(_) => break,
+                    Err(_) => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                            _ = self.cancel.cancelled() => return self.cancelled_flow(),
+                        }
+                    }
+                }
+            }
+            self.bus.emit(AgentEvent::DeviceRestored { serial, waited_ms: t0.elapsed().as_millis() as u64 });
+            // Never replay the interrupted action blindly: re-observe and re-plan.
+            self.recover(RecoveryOutcome::Reobserve, ErrorCode::DeviceLost, action_type, "device came back; re-observing", false);
+            self.feedback.push(
+                "The phone was disconnected during the last action; it is back. The last action may or may not have \
+                 happened: look at the new screenshot before acting."
+                    .into(),
+            );
+            return Flow::Continue;
+        }
+        let code = e.code();
+        if matches!(code, ErrorCode::InjectEventsDenied | ErrorCode::DeviceUnauthorized | ErrorCode::AdbServerUnreachable) {
+            self.recover(RecoveryOutcome::Abort, code, action_type, &e.to_string(), true);
+            return Self::end(RunStatus::Failed, code.as_str(), e.to_string());
+        }
+        self.hard_failures += 1;
+        if self.hard_failures > self.cfg().max_hard_failures {
+            self.recover(RecoveryOutcome::Abort, code, action_type, &e.to_string(), true);
+            return Self::end(RunStatus::Failed, code.as_str(), format!("too many device failures; last: {e}"));
+        }
+        self.recover(RecoveryOutcome::Replan, code, action_type, &e.to_string(), true);
+        self.feedback.push(format!("The last command failed on the device: {e}."));
+        Flow::Continue
+    }
+
+    fn recover(&mut self, outcome: RecoveryOutcome, code: ErrorCode, action_type: Option<&str>, detail: &str, hard: bool) {
+        self.set_phase(Phase::Recovering);
+        if !hard && matches!(outcome, RecoveryOutcome::Replan | RecoveryOutcome::Reobserve) {
+            self.soft_replans += 1;
+        }
+        self.bus.emit(AgentEvent::Recovery {
+            outcome,
+            code,
+            action_type: action_type.map(str::to_string),
+            hard_failures: self.hard_failures,
+            soft_replans: self.soft_replans,
+            detail: detail.to_string(),
+        });
+    }
+
+    async fn negotiate_contract(&mut self, obs: &Obs) -> Result<CoordinateSpace, Flow> {
+        let actor = self.agent.parts.actor.clone();
+        let space = actor.profile.coordinate_space;
+        if space != CoordinateSpace::Auto {
+            self.bus.emit(AgentEvent::CoordinateCalibration {
+                method: "explicit".into(),
+                space: Some(space),
+                probes: vec![],
+                detail: format!("coordinate space {space} set by the profile {}", actor.profile_name),
+            });
+            return Ok(space);
+        }
+        self.set_phase(Phase::Calibrating);
+        let memory_cache = phoneagent_llm::calibration::MemoryCalibrationCache::default();
+        let cache: &dyn CalibrationCache = match &self.agent.parts.calibration_cache {
+            Some(c) => c.as_ref(),
+            None => &memory_cache,
+        };
+        let calls_before = self.ledger.calls().len();
+        let ctx = phoneagent_llm::calibration::CalibrationContext {
+            client: actor.client.as_ref(),
+            profile: &actor.profile,
+            role: Role::Actor,
+            geometry: obs.geometry,
+            ledger: &self.ledger,
+            cache,
+            cancel: &self.cancel,
+            settings: Default::default(),
+        };
+        let result = phoneagent_llm::calibration::negotiate(&ctx).await;
+        // Calibration calls count in the ledger (M3/M4): emit them as model calls.
+        for rec in self.ledger.calls().into_iter().skip(calls_before) {
+            self.bus.emit(AgentEvent::ModelCall {
+                role: "actor".into(),
+                call_kind: "calibration".into(),
+                model: rec.model.clone(),
+                prompt_tokens: rec.prompt_tokens,
+                completion_tokens: rec.completion_tokens,
+                cost_usd: rec.cost_usd.unwrap_or(0.0),
+                latency_ms: rec.latency_ms,
+                content: String::new(),
+                reasoning: None,
+                error: None,
+                run_totals: self.totals(),
+            });
+        }
+        match result {
+            Ok(report) => {
+                self.bus.emit(report.to_event());
+                match report.space {
+                    Some(s) => Ok(s),
+                    None => Err(Self::end(RunStatus::Failed, ErrorCode::CalibrationFailed.as_str(), report.detail)),
+                }
+            }
+            Err(e) if e.code() == ErrorCode::Cancelled || self.cancel.is_cancelled() => Err(self.cancelled_flow()),
+            Err(e) => {
+                let detail = format!("coordinate calibration failed: {e}");
+                self.bus.emit(AgentEvent::CoordinateCalibration { method: "rejected".into(), space: None, probes: vec![], detail: detail.clone() });
+                Err(Self::end(RunStatus::Failed, ErrorCode::CalibrationFailed.as_str(), detail))
+            }
+        }
+    }
+
+    /// Record a model call in the ledger and the event stream (M3).
+    fn account(&mut self, role: Role, kind: CallKind, route: &ModelRoute, resp: Result<&ChatResponse, (&LlmError, Duration)>) {
+        let (prompt, completion, cost, latency, content, reasoning, error) = match resp {
+            Ok(r) => {
+                let rec = self.ledger.record(role, kind, Some(self.step), route.profile.price.as_ref(), r, &route.profile.model);
+                (rec.prompt_tokens, rec.completion_tokens, rec.cost_usd.unwrap_or(0.0), rec.latency_ms, r.content.clone(), r.reasoning.clone(), None)
+            }
+            Err((e, d)) => (0, 0, 0.0, d.as_millis() as u64, e.to_string(), None, Some(e.code())),
+        };
+        let kind_name = serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        self.bus.emit(AgentEvent::ModelCall {
+            role: role.as_str().into(),
+            call_kind: kind_name,
+            model: route.profile.model.clone(),
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cost_usd: cost,
+            latency_ms: latency,
+            content,
+            reasoning,
+            error,
+            run_totals: self.totals(),
+        });
+    }
+
+    /// Build the planning request (the one place actor contexts are built; P1, R6).
+    fn build_request(&mut self, prepared: &Prepared, extra_confirmation: bool, retry_feedback: Option<&str>) -> ChatRequest {
+        let cfg = self.cfg().clone();
+        let space = self.contract.unwrap_or(CoordinateSpace::Relative0999);
+        let system = crate::prompt::system_prompt(&crate::prompt::PromptInput {
+            task: &self.task,
+            protocol: self.protocol(),
+            space,
+            image_size: (prepared.sent_w, prepared.sent_h),
+            guard_sections: self.guards.prompt_sections(),
+            lang: cfg.lang,
+            app_launcher: cfg.app_launcher,
+            wait_max_secs: cfg.wait_max_secs,
+        });
+        let mut current = String::new();
+        current.push_str(&format!("Task: {}\n", self.task));
+        if !self.memory.notes.is_empty() {
+            current.push_str("Your notes:\n");
+            for n in &self.memory.notes {
+                current.push_str(&format!("- {n}\n"));
+            }
+        }
+        if !self.memory.task_board.is_empty() {
+            current.push_str("Your task board:\n");
+            for it in &self.memory.task_board {
+                current.push_str(&format!("- [{}] {}\n", if it.done { "x" } else { " " }, it.text));
+            }
+        }
+        if !self.memory.human_answers.is_empty() {
+            current.push_str("The user's answers so far:\n");
+            for a in &self.memory.human_answers {
+                current.push_str(&format!("- {a}\n"));
+            }
+        }
+        for f in self.feedback.iter() {
+            current.push_str(&format!("Result of your last action: {}\n", sanitize_text(f)));
+        }
+        if let Some(r) = retry_feedback {
+            current.push_str(&format!(
+                "Your previous answer was rejected and nothing was done on the phone: {r}\nAnswer again with exactly one valid action.\n"
+            ));
+        }
+        if extra_confirmation {
+            current.push_str(
+                "The run's token budget is exhausted. This is your one remaining turn: you may confirm your pending finish \
+                 with finish(message=..., confirm=true) if the review package still holds, or stop. Other actions will not be run.\n",
+            );
+        }
+        current.push_str(&format!(
+            "Current screenshot (screen #{}, image {}x{} px). Reply with one action.",
+            self.screen_seq, prepared.sent_w, prepared.sent_h
+        ));
+        let mut messages = vec![ChatMessage::system(system)];
+        let history_budget = cfg.input_token_budget.map(|b| b.saturating_sub(prepared.est_tokens + estimate_tokens(&current) + 1500));
+        // Drop the oldest whole turns only when the input-token budget requires it (R6).
+        loop {
+            let hist = crate::prompt::history_messages(self.memory.turns());
+            let tokens: u64 = hist.iter().map(|m| estimate_tokens(&m.1)).sum();
+            if history_budget.is_none_or(|b| tokens <= b) || !self.memory.drop_oldest() {
+                for (role, text) in hist {
+                    messages.push(if role == "assistant" { ChatMessage::assistant(text, vec![]) } else { ChatMessage::user(text) });
+                }
+                break;
+            }
+        }
+        messages.push(ChatMessage::user_parts(vec![ContentPart::text(current), ContentPart::image(prepared.data_url.clone())]));
+        let tools = match self.protocol() {
+            ActionProtocol::Tools => adapters::tool_specs(&cfg),
+            ActionProtocol::Do => Vec::new(),
+        };
+        ChatRequest { messages, tools, tool_choice: None, temperature: Some(0.0), max_tokens: Some(2048), stream: None }
+    }
+
+    async fn call_actor(&mut self, req: ChatRequest, kind: CallKind) -> Result<ChatResponse, Flow> {
+        self.set_phase(Phase::Planning);
+        let actor = self.agent.parts.actor.clone();
+        let t0 = Instant::now();
+        let result = tokio::select! {
+            r = actor.client.chat(req, &self.cancel) => r,
+            _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
+        };
+        match result {
+            Ok(resp) => {
+                self.account(Role::Actor, kind, &actor, Ok(&resp));
+                Ok(resp)
+            }
+            Err(e) => {
+                let code = e.code();
+                self.account(Role::Actor, kind, &actor, Err((&e, t0.elapsed())));
+                if code == ErrorCode::Cancelled || self.cancel.is_cancelled() {
+                    return Err(self.cancelled_flow());
+                }
+                self.hard_failures += 1;
+                if self.hard_failures > self.cfg().max_hard_failures || code == ErrorCode::ModelConfig {
+                    self.recover(RecoveryOutcome::Abort, code, None, &e.to_string(), true);
+                    return Err(Self::end(RunStatus::Failed, code.as_str(), e.to_string()));
+                }
+                self.recover(RecoveryOutcome::Replan, code, None, &e.to_string(), true);
+                Err(Flow::Continue)
+            }
+        }
+    }
+
+    async fn plan_and_act(&mut self, obs: Obs, extra_confirmation: bool) -> Flow {
+        let prepared = match adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image) {
+            Ok(p) => p,
+            Err(e) => return Self::end(RunStatus::Failed, "internal", format!("could not encode the screenshot: {e}")),
+        };
+        let req = self.build_request(&prepared, extra_confirmation, None);
+        self.feedback.clear();
+        let resp = match self.call_actor(req, CallKind::Planning).await {
+            Ok(r) => r,
+            Err(f) => return f,
+        };
+        let mut parsed = adapters::parse_response(&resp, self.protocol(), self.cfg(), self.contract, (prepared.sent_w, prepared.sent_h), &self.task);
+        // A4: one bounded same-step protocol retry; the device is not touched until a valid action arrives.
+        if let Some(err) = parsed.first_error() {
+            self.bus.emit(AgentEvent::ProtocolRejected { attempt: 1, error_kind: err.kind.clone(), message: err.message.clone() });
+            let req = self.build_request(&prepared, extra_confirmation, Some(&err.message));
+            let resp = match self.call_actor(req, CallKind::ProtocolRetry).await {
+                Ok(r) => r,
+                Err(f) => return f,
+            };
+            parsed = adapters::parse_response(&resp, self.protocol(), self.cfg(), self.contract, (prepared.sent_w, prepared.sent_h), &self.task);
+            if let Some(err) = parsed.first_error() {
+                self.bus.emit(AgentEvent::ProtocolRejected { attempt: 2, error_kind: err.kind.clone(), message: err.message.clone() });
+                self.recover(RecoveryOutcome::Replan, ErrorCode::ProtocolError, None, &err.message, false);
+                self.memory.push(Turn {
+                    step: self.step,
+                    action: "(invalid answer)".into(),
+                    screen_description: None,
+                    reason: None,
+                    result: format!("Your answer could not be understood twice: {}", err.message),
+                    rejected: true,
+                    rejected_count: 1,
+                });
+                if self.soft_replans > self.cfg().max_soft_replans {
+                    return Self::end(RunStatus::Failed, ErrorCode::ProtocolError.as_str(), "the model keeps answering invalid actions");
+                }
+                return Flow::Continue;
+            }
+        }
+        let mut terminal: Option<Flow> = None;
+        for item in parsed.actions {
+            let (call_id, action) = match item {
+                Ok(a) => a,
+                Err(_) => continue,
+            };
+            let tool = action.kind.name().to_string();
+            if terminal.is_some() {
+                // F1: siblings after an accepted finish / take_over get `skipped`.
+                self.bus.emit(AgentEvent::ToolResult {
+                    tool,
+                    status: "error".into(),
+                    text: "skipped: the run already ended in this round".into(),
+                });
+                continue;
+            }
+            if extra_confirmation && !matches!(action.kind, ActionKind::Finish { confirm: true, .. }) {
+                self.bus.emit(AgentEvent::ToolResult {
+                    tool,
+                    status: "error".into(),
+                    text: "not run: only a confirming finish is accepted in the extra confirmation turn".into(),
+                });
+                continue;
+            }
+            let _ = call_id;
+            match self.handle_action(action, &obs, &prepared).await {
+                Flow::Continue => {}
+                end => terminal = Some(end),
+            }
+        }
+        terminal.unwrap_or(Flow::Continue)
+    }
+
+    fn reject_turn(&mut self, action: &Action, result: String) {
+        self.bus.emit(AgentEvent::ToolResult { tool: action.kind.name().into(), status: "error".into(), text: result.clone() });
+        self.feedback.push(result.clone());
+        self.memory.push(Turn {
+            step: self.step,
+            action: summarize_action(action),
+            screen_description: action.screen_description.clone(),
+            reason: action.reason.clone(),
+            result,
+            rejected: true,
+            rejected_count: 1,
+        });
+    }
+
+    fn ok_turn(&mut self, action: &Action, result: String) {
+        self.bus.emit(AgentEvent::ToolResult { tool: action.kind.name().into(), status: "ok".into(), text: result.clone() });
+        self.feedback.push(result.clone());
+        self.memory.push(Turn {
+            step: self.step,
+            action: summarize_action(action),
+            screen_description: action.screen_description.clone(),
+            reason: action.reason.clone(),
+            result,
+            rejected: false,
+            rejected_count: 0,
+        });
+    }
+
+    async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
+        // Map coordinates (M5): never clamp.
+        let points = match adapters::map_points(&action, self.contract.unwrap_or(CoordinateSpace::Relative0999), prepared, &obs.geometry) {
+            Ok(p) => p,
+            Err(msg) => {
+                self.bus.emit(AgentEvent::ProtocolRejected { attempt: 1, error_kind: "coordinate_out_of_range".into(), message: msg.clone() });
+                self.recover(RecoveryOutcome::Replan, ErrorCode::CoordinateOutOfRange, Some(action.kind.name()), &msg, false);
+                self.reject_turn(&action, format!("Not executed: {msg}"));
+                return Flow::Continue;
+            }
+        };
+        self.bus.emit(AgentEvent::ActionProposed { action: action.clone(), points: points.clone() });
+        match &action.kind {
+            ActionKind::Note { message, task_board } => {
+                self.memory.notes.push(message.clone());
+                if let Some(b) = task_board {
+                    self.memory.task_board = b.clone();
+                }
+                self.bus.emit(AgentEvent::Note { message: message.clone(), task_board: self.memory.task_board.clone() });
+                self.ok_turn(&action, "noted".into());
+                return Flow::Continue;
+            }
+            ActionKind::AskUser { question } => {
+                let resp = self.ask_human(HumanRequestKind::AskUser { question: question.clone() }, String::new()).await;
+                if self.cancel.is_cancelled() {
+                    return self.cancelled_flow();
+                }
+                let text = match resp {
+                    HumanResponse::Answer { text } => text,
+                    HumanResponse::Reject { note } => note.unwrap_or_else(|| "(no answer)".into()),
+                    other => format!("{other:?}"),
+                };
+                self.memory.human_answers.push(format!("Q: {question} A: {text}"));
+                self.ok_turn(&action, format!("The user answered: {text}"));
+                return Flow::Continue;
+            }
+            ActionKind::TakeOver { message } => {
+                let resp = self.ask_human(HumanRequestKind::TakeOver { message: message.clone() }, String::new()).await;
+                if self.cancel.is_cancelled() {
+                    return self.cancelled_flow();
+                }
+                return match resp {
+                    HumanResponse::Approve => Self::end(RunStatus::TakenOver, "take_over_accepted", format!("handed to a human: {message}")),
+                    HumanResponse::HandBack => {
+                        self.ok_turn(&action, "The human operated the phone and handed it back. Look at the new screenshot.".into());
+                        Flow::Continue
+                    }
+                    _ => {
+                        self.reject_turn(&action, "take_over was rejected by the user: continue the task yourself.".into());
+                        Flow::Continue
+                    }
+                };
+            }
+            ActionKind::Finish { message, confirm } => {
+                let (message, confirm) = (message.clone(), *confirm);
+                return self.finish(&action, message, confirm, obs).await;
+            }
+            _ => {}
+        }
+        // Guards may forbid the call outright (zero touches).
+        if let Some(msg) = self.guards.blocks(&action) {
+            self.bus.emit(AgentEvent::GateDecision {
+                tool: action.kind.name().into(),
+                tier: RiskTier::Hard,
+                reasons: vec!["guard:compose_message".into()],
+                mode: self.cfg().mode,
+                outcome: GateOutcome::BlockedByTaskBoundary,
+                decided_by: DecidedBy::Rule,
+                latency_ms: 0,
+                receipt: Some(msg.clone()),
+            });
+            self.reject_turn(&action, msg);
+            return Flow::Continue;
+        }
+        // Safety gate (S1–S7), only for executing tools.
+        if action.kind.is_gated() {
+            self.set_phase(Phase::Gating);
+            let t0 = Instant::now();
+            let verdict = adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang);
+            match verdict {
+                GateVerdict::Allow { tier, reasons } => {
+                    self.emit_gate(&action, tier, reasons, GateOutcome::Allow, DecidedBy::Rule, t0, None);
+                }
+                GateVerdict::Warn { tier, reasons, receipt, notice } => {
+                    tracing::warn!("{notice}");
+                    self.emit_gate(&action, tier, reasons, GateOutcome::Warned, DecidedBy::Rule, t0, Some(receipt.clone()));
+                    self.reject_turn(&action, receipt);
+                    return Flow::Continue;
+                }
+                GateVerdict::Blocked { tier, reasons, message } => {
+                    self.emit_gate(&action, tier, reasons, GateOutcome::BlockedByTaskBoundary, DecidedBy::Rule, t0, Some(message.clone()));
+                    self.reject_turn(&action, message);
+                    return Flow::Continue;
+                }
+                GateVerdict::Review { tier, reasons, summary } => {
+                    match self.reversibility_review(&action, &summary).await {
+                        ReviewVerdict::Reversible => {
+                            self.emit_gate(&action, tier, reasons, GateOutcome::Allow, DecidedBy::Reviewer, t0, None);
+                        }
+                        verdict => {
+                            let code = match verdict {
+                                ReviewVerdict::Unavailable => "reviewer_unavailable_failclosed",
+                                ReviewVerdict::Error(_) => "reviewer_error_failclosed",
+                                _ => "reviewer_irreversible",
+                            };
+                            let which = if code == "reviewer_irreversible" {
+                                adapters::ReceiptFor::ReviewerIrreversible
+                            } else {
+                                adapters::ReceiptFor::ReviewerFailClosed(code)
+                            };
+                            let mut reasons = reasons;
+                            reasons.push(code.into());
+                            let receipt = adapters::receipt(&action, &self.task, self.cfg().lang, which);
+                            self.emit_gate(&action, tier, reasons, GateOutcome::Warned, DecidedBy::Reviewer, t0, Some(receipt.clone()));
+                            self.reject_turn(&action, receipt);
+                            return Flow::Continue;
+                        }
+                    }
+                }
+                GateVerdict::NeedsApproval { tier, reasons, target } => {
+                    self.emit_gate(&action, tier, reasons.clone(), GateOutcome::NeedsApproval, DecidedBy::Rule, t0, None);
+                    let detail = adapters::receipt(&action, &self.task, self.cfg().lang, adapters::ReceiptFor::Gate);
+                    let resp = self
+                        .ask_human(HumanRequestKind::Approval { tool: action.kind.name().into(), target, tier, reasons: reasons.clone() }, detail)
+                        .await;
+                    if self.cancel.is_cancelled() {
+                        return self.cancelled_flow();
+                    }
+                    if resp == HumanResponse::Approve {
+                        self.emit_gate(&action, tier, reasons, GateOutcome::Approved, DecidedBy::Human, t0, None);
+                    } else {
+                        let note = match resp {
+                            HumanResponse::Reject { note: Some(n) } => format!(" ({n})"),
+                            _ => String::new(),
+                        };
+                        self.emit_gate(&action, tier, reasons, GateOutcome::Rejected, DecidedBy::Human, t0, None);
+                        self.reject_turn(
+                            &action,
+                            format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
+                        );
+                        return Flow::Continue;
+                    }
+                }
+            }
+        }
+        // A5 semantics were checked by the parser; now freshness (R3), dispatch, verification.
+        self.dispatch_and_verify(action, obs, points).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_gate(
+        &self,
+        action: &Action,
+        tier: RiskTier,
+        reasons: Vec<String>,
+        outcome: GateOutcome,
+        by: DecidedBy,
+        t0: Instant,
+        receipt: Option<String>,
+    ) {
+        self.bus.emit(AgentEvent::GateDecision {
+            tool: action.kind.name().into(),
+            tier,
+            reasons,
+            mode: self.cfg().mode,
+            outcome,
+            decided_by: by,
+            latency_ms: t0.elapsed().as_millis() as u64,
+            receipt,
+        });
+    }
+
+    async fn reversibility_review(&mut self, action: &Action, summary: &str) -> ReviewVerdict {
+        let Some(route) = self.agent.parts.safety_reviewer.clone() else {
+            return ReviewVerdict::Unavailable;
+        };
+        let reviewer = ReversibilityReviewer::new(route.client.clone());
+        let (verdict, resp) = reviewer.review(action.kind.name(), summary, &self.cancel).await;
+        if let Some(resp) = resp {
+            self.account(Role::SafetyReviewer, CallKind::SafetyReviewer, &route, Ok(&resp));
+        }
+        verdict
+    }
+
+    async fn ask_human(&mut self, kind: HumanRequestKind, detail: String) -> HumanResponse {
+        self.set_phase(Phase::AwaitingHuman);
+        let id = uuid::Uuid::new_v4().to_string();
+        let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
+        self.bus.emit(AgentEvent::HumanRequested { request_id: id.clone(), request: kind.clone(), expires_at_ms: expires });
+        let req = HumanRequest { id: id.clone(), kind, expires_at_ms: expires, task: self.task.clone(), detail };
+        let t0 = Instant::now();
+        let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
+        self.bus.emit(AgentEvent::HumanResolved {
+            request_id: id,
+            response: resp.clone(),
+            decided_by: DecidedBy::Human,
+            latency_ms: t0.elapsed().as_millis() as u64,
+        });
+        resp
+    }
+
+    async fn dispatch_and_verify(&mut self, action: Action, obs: &Obs, points: Vec<MappedPoint>) -> Flow {
+        let action_type = action.kind.name();
+        // R3: freshness for coordinate actions.
+        if !points.is_empty() {
+            match self.freshness(obs, &points).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.recover(RecoveryOutcome::Replan, ErrorCode::StaleAction, Some(action_type), "screen changed before dispatch", false);
+                    self.reject_turn(
+                        &action,
+                        "Not executed (zero touches): the screen changed between your screenshot and the action. \
+                         Re-plan on the new screenshot."
+                            .into(),
+                    );
+                    return Flow::Continue;
+                }
+                Err(f) => return f,
+            }
+        }
+        if let ActionKind::Wait { seconds } = &action.kind {
+            let secs = seconds.min(self.cfg().wait_max_secs).max(0.0);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(secs)) => {}
+                _ = self.cancel.cancelled() => return self.cancelled_flow(),
+            }
+            self.ok_turn(&action, format!("Waited {secs} s."));
+            return Flow::Continue;
+        }
+        if self.cancel.is_cancelled() {
+            return self.cancelled_flow();
+        }
+        if let Some(e) = self.bus.take_write_error() {
+            return Self::end(RunStatus::Failed, "store", format!("could not record the run: {e}"));
+        }
+        // Dispatch.
+        self.set_phase(Phase::Executing);
+        let before = self.last_frame.clone().unwrap_or_else(|| obs.shot.image.clone());
+        let devp: Vec<DevicePoint> = points.iter().map(|p| p.device).collect();
+        let t0 = Instant::now();
+        let result = self.send(&action, &devp).await;
+        let duration_ms = t0.elapsed().as_millis() as u64;
+        match result {
+            Ok(()) => {
+                self.bus.emit(AgentEvent::ActionDispatched {
+                    action_type: action_type.into(),
+                    device_points: devp.clone(),
+                    command_ok: true,
+                    error: None,
+                    message: None,
+                    duration_ms,
+                });
+            }
+            Err(e) => {
+                self.bus.emit(AgentEvent::ActionDispatched {
+                    action_type: action_type.into(),
+                    device_points: devp.clone(),
+                    command_ok: false,
+                    error: Some(e.code()),
+                    message: Some(e.to_string()),
+                    duration_ms,
+                });
+                self.memory.push(Turn {
+                    step: self.step,
+                    action: summarize_action(&action),
+                    screen_description: action.screen_description.clone(),
+                    reason: action.reason.clone(),
+                    result: format!("the command failed: {e}"),
+                    rejected: false,
+                    rejected_count: 0,
+                });
+                return self.device_error_flow(e, Some(action_type)).await;
+            }
+        }
+        self.guards.record_dispatched(&action);
+        // R4: verification by pixel diff.
+        self.set_phase(Phase::Verifying);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(self.cfg().settle_ms)) => {}
+            _ = self.cancel.cancelled() => return self.cancelled_flow(),
+        }
+        let after = match self.capture("verify").await {
+            Ok(o) => o,
+            Err(e) => return self.device_error_flow(e, Some(action_type)).await,
+        };
+        let changed = changed_fraction(&before, &after.shot.image, None);
+        let effect = changed > 0.002;
+        let mut warnings = Vec::new();
+        if !effect {
+            warnings.push("no_visible_change".to_string());
+        }
+        if after.shot.blocked {
+            warnings.push("screenshot_blocked".to_string());
+        }
+        self.bus.emit(AgentEvent::Verification(VerificationFacts {
+            dispatched: true,
+            command_ok: true,
+            observable_effect: effect,
+            changed_fraction: changed,
+            warnings: warnings.clone(),
+        }));
+        let result = if effect {
+            format!("{} done; the screen changed.", summarize_action(&action))
+        } else {
+            format!("{} was sent, but the screen did not visibly change (warning, not retried).", summarize_action(&action))
+        };
+        self.ok_turn(&action, result);
+        // R5: repeat guard — only dispatched commands count.
+        let sig = Signature(format!(
+            "{}:{}:{}",
+            action_type,
+            points.iter().map(|p| format!("{},{}", p.runtime.x / 25, p.runtime.y / 25)).collect::<Vec<_>>().join(";"),
+            match &action.kind {
+                ActionKind::Type { text } => text.clone(),
+                _ => String::new(),
+            }
+        ));
+        self.unchanged_streak = if effect { 0 } else { self.unchanged_streak + 1 };
+        let repeats = match &self.last_sig {
+            Some((s, n)) if *s == sig && !effect => n + 1,
+            _ if !effect => 1,
+            _ => 0,
+        };
+        self.last_sig = Some((sig, repeats));
+        if repeats >= 3 || self.unchanged_streak >= 3 {
+            self.loop_replans += 1;
+            self.last_sig = None;
+            self.unchanged_streak = 0;
+            if self.loop_replans >= 2 {
+                self.recover(RecoveryOutcome::RequestTakeover, ErrorCode::Internal, Some(action_type), "loop detected twice", true);
+                let resp = self
+                    .ask_human(
+                        HumanRequestKind::TakeOver {
+                            message: "The agent is stuck: the same action keeps having no effect. Please fix the screen and hand back, or take over."
+                                .into(),
+                        },
+                        String::new(),
+                    )
+                    .await;
+                return match resp {
+                    HumanResponse::HandBack => Flow::Continue,
+                    HumanResponse::Approve => Self::end(RunStatus::TakenOver, "loop_takeover", "the agent was stuck; a human took over"),
+                    _ => Self::end(RunStatus::Failed, "loop_detected", "the agent was stuck repeating an action with no effect"),
+                };
+            }
+            self.recover(RecoveryOutcome::Replan, ErrorCode::Internal, Some(action_type), "repeated action with no effect", false);
+            self.memory.push(Turn {
+                step: self.step,
+                action: format!("{} repeated 3 times", summarize_action(&action)),
+                screen_description: None,
+                reason: None,
+                result: "Rejected summary: this action was repeated with no visible effect. It will not work: choose a different \
+                         action or ask for help with ask_user / take_over."
+                    .into(),
+                rejected: true,
+                rejected_count: 1,
+            });
+        }
+        Flow::Continue
+    }
+
+    /// R3: true when the action is still fresh; false when stale (zero touches).
+    async fn freshness(&mut self, planned: &Obs, points: &[MappedPoint]) -> Result<bool, Flow> {
+        let fc = self.cfg().freshness;
+        let mut rechecks = 0;
+        loop {
+            let now = match self.capture("freshness").await {
+                Ok(o) => o,
+                Err(e) => {
+                    return Err(match self.device_error_flow(e, None).await {
+                        Flow::Continue => return Ok(false),
+                        end => end,
+                    });
+                }
+            };
+            let global = changed_fraction(&planned.shot.image, &now.shot.image, None);
+            let (w, h) = now.shot.image.dimensions();
+            let half = ((w.min(h) as f64) * fc.target_half_frac).round().max(16.0) as u32;
+            let target = points
+                .iter()
+                .map(|p| changed_fraction(&planned.shot.image, &now.shot.image, Some(Rect::around(p.device.x, p.device.y, half, w, h))))
+                .fold(0.0f64, f64::max);
+            let fresh = planned.shot.image.dimensions() == now.shot.image.dimensions()
+                && target <= fc.target_threshold
+                && global <= fc.global_threshold;
+            if fresh || rechecks >= fc.rechecks {
+                let outcome = if fresh {
+                    if rechecks == 0 { "fresh" } else { "fresh_after_recheck" }
+                } else {
+                    "stale"
+                };
+                self.bus.emit(AgentEvent::Freshness { outcome: outcome.into(), target_changed: target, global_changed: global, rechecks });
+                return Ok(fresh);
+            }
+            rechecks += 1;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(fc.recheck_interval_ms)) => {}
+                _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
+            }
+        }
+    }
+
+    async fn send(&self, action: &Action, p: &[DevicePoint]) -> Result<(), DeviceError> {
+        let d = self.device();
+        let c = &self.cancel;
+        let first = || p.first().copied().ok_or_else(|| DeviceError::Protocol("action has no point".into()));
+        match &action.kind {
+            ActionKind::Tap { .. } => d.tap(first()?, c).await,
+            ActionKind::DoubleTap { .. } => d.double_tap(first()?, c).await,
+            ActionKind::LongPress { duration_ms, .. } => d.long_press(first()?, duration_ms.unwrap_or(800), c).await,
+            ActionKind::Swipe { duration_ms, .. } => {
+                let end = p.get(1).copied().ok_or_else(|| DeviceError::Protocol("swipe needs two points".into()))?;
+                d.swipe(first()?, end, duration_ms.unwrap_or(400), c).await
+            }
+            ActionKind::Type { text } => d.type_text(text, c).await,
+            ActionKind::Back => d.key(KeyCode::Back, c).await,
+            ActionKind::Home => d.key(KeyCode::Home, c).await,
+            ActionKind::LaunchApp { name } => Err(DeviceError::CommandFailed {
+                command: format!("launch_app {name}"),
+                detail: "the app launcher capability is not available on this device layer".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Two-stage finish with guards, staleness and the verifier (F1–F4).
+    async fn finish(&mut self, action: &Action, message: String, confirm: bool, obs: &Obs) -> Flow {
+        if let Some((guard, msg)) = self.guards.check_finish() {
+            self.bus.emit(AgentEvent::FinishRejected { by: format!("guard:{guard}"), message: msg.clone() });
+            self.recover(RecoveryOutcome::Replan, ErrorCode::ProtocolError, Some("finish"), &msg, false);
+            self.reject_turn(action, msg);
+            return Flow::Continue;
+        }
+        if !confirm || self.review.is_none() {
+            let package = self.review_package(&message, obs);
+            self.review = Some(ReviewState { screen_seq: self.screen_seq, board: self.memory.task_board.clone(), goal: self.task.clone() });
+            self.bus.emit(AgentEvent::FinishReview { message, package: package.clone(), screen_seq: self.screen_seq });
+            self.ok_turn(action, package);
+            return Flow::Continue;
+        }
+        let Some(review) = self.review.clone() else {
+            return Flow::Continue;
+        };
+        // Stale when the screen changed (screen seq), the task board or the goal since the package (F1).
+        let stale = review.screen_seq != self.screen_seq || review.board != self.memory.task_board || review.goal != self.task;
+        if stale {
+            self.review = None;
+            let msg = "Your confirmation is stale: the screen or the task board changed since the review package. \
+                       Look at the current screen and call finish again for a new review."
+                .to_string();
+            self.bus.emit(AgentEvent::FinishRejected { by: "stale_confirm".into(), message: msg.clone() });
+            self.reject_turn(action, msg);
+            return Flow::Continue;
+        }
+        // F2: the independent verifier.
+        let run_verifier = match self.cfg().finish_verify {
+            FinishVerifyMode::Off => false,
+            FinishVerifyMode::Always => true,
+            FinishVerifyMode::Auto => phoneagent_review::high_risk_goal(&self.task) || !board_closed(&self.memory.task_board),
+        };
+        if !run_verifier {
+            self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason: "not triggered".into() });
+            return Self::end(RunStatus::Succeeded, "finish_accepted", message);
+        }
+        let Some(route) = self.agent.parts.verifier.clone() else {
+            self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason: "no verifier model configured (fail-open)".into() });
+            return Self::end(RunStatus::Succeeded, "finish_accepted", message);
+        };
+        let verifier = FinishVerifier::new(route.client.clone());
+        let route_text: Vec<String> = self.memory.turns().iter().map(|t| format!("step {}: {} → {}", t.step, t.action, t.result)).collect();
+        let tail: Vec<_> = self.tail.iter().map(|o| o.shot.clone()).collect();
+        let (verdict, resp) = verifier.verify(&self.task, &message, &route_text, &tail, &route.profile.image, &self.cancel).await;
+        if let Some(resp) = resp {
+            self.account(Role::Verifier, CallKind::Verifier, &route, Ok(&resp));
+        }
+        match verdict {
+            VerifierVerdict::Pass(reason) => {
+                self.verifier_rejections = 0;
+                self.bus.emit(AgentEvent::FinishVerifier { verdict: "pass".into(), reason });
+                Self::end(RunStatus::Succeeded, "finish_accepted", message)
+            }
+            VerifierVerdict::Skipped(reason) => {
+                self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason });
+                Self::end(RunStatus::Succeeded, "finish_accepted", message)
+            }
+            VerifierVerdict::Reject(reason) => {
+                self.verifier_rejections += 1;
+                self.review = None;
+                self.bus.emit(AgentEvent::FinishVerifier { verdict: "reject".into(), reason: reason.clone() });
+                if self.verifier_rejections >= 2 {
+                    return Self::end(
+                        RunStatus::TakenOver,
+                        "finish_rejected_twice",
+                        "finish repeatedly rejected by the verifier, needs human confirmation",
+                    );
+                }
+                let msg = format!("The independent verifier rejected your finish: {reason}. Continue the task.");
+                self.bus.emit(AgentEvent::FinishRejected { by: "verifier".into(), message: msg.clone() });
+                self.reject_turn(action, msg);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn review_package(&self, message: &str, obs: &Obs) -> String {
+        let dispatched = self.memory.turns().iter().filter(|t| !t.rejected && t.result.contains("done")).count();
+        let warnings = self.memory.turns().iter().filter(|t| t.result.contains("did not visibly change")).count();
+        let rejected = self.memory.turns().iter().filter(|t| t.rejected).count();
+        let mut s = String::new();
+        s.push_str("Review package (finish not yet accepted)\n");
+        s.push_str("World facts:\n");
+        s.push_str(&format!("- Current screen #{} ({}x{} px); {} steps taken.\n", obs.seq, obs.geometry.width_px, obs.geometry.height_px, self.step));
+        s.push_str(&format!("- Actions with a visible effect: {dispatched}; without visible change: {warnings}; rejected: {rejected}.\n"));
+        s.push_str(&format!("- Your finish message: {message}\n"));
+        s.push_str("Route status:\n");
+        if self.memory.task_board.is_empty() {
+            s.push_str("- No task board: check every part of the task against the current screen.\n");
+        } else {
+            for it in &self.memory.task_board {
+                s.push_str(&format!("- [{}] {}\n", if it.done { "x" } else { " " }, it.text));
+            }
+            s.push_str(if board_closed(&self.memory.task_board) { "- The board is closed.\n" } else { "- The board is NOT closed.\n" });
+        }
+        s.push_str("Doubts:\n");
+        if warnings > 0 {
+            s.push_str("- Some actions had no visible effect; make sure they really happened.\n");
+        }
+        if rejected > 0 {
+            s.push_str("- Some actions were rejected and did not run.\n");
+        }
+        if warnings == 0 && rejected == 0 {
+            s.push_str("- None recorded.\n");
+        }
+        s.push_str("Options:\n");
+        s.push_str("  1) If the current screen proves the task is done, call finish again with confirm=true (same message).\n");
+        s.push_str("  2) Otherwise continue working on the task.\n");
+        s.push_str("  3) If you need the user, use ask_user or take_over.\n");
+        s
+    }
+}
+
+fn board_closed(board: &[TaskItem]) -> bool {
+    board.iter().all(|i| i.done)
+}

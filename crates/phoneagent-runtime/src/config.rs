@@ -1,0 +1,129 @@
+//! Run configuration (SPEC R7, S1, F2, M3, M6).
+
+use std::time::Duration;
+
+use phoneagent_protocol::AccessMode;
+use serde::{Deserialize, Serialize};
+
+/// `PHONE_AGENT_FINISH_VERIFY` (SPEC F2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishVerifyMode {
+    /// On high-risk goals or hard contradictions.
+    #[default]
+    Auto,
+    /// On every confirm.
+    Always,
+    /// Never.
+    Off,
+}
+
+impl std::str::FromStr for FinishVerifyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "always" => Ok(Self::Always),
+            "off" => Ok(Self::Off),
+            o => Err(format!("unknown finish-verify mode {o:?}: use auto, always or off")),
+        }
+    }
+}
+
+/// Language of receipts and messages to the model and user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Lang {
+    /// English.
+    #[default]
+    En,
+    /// Chinese.
+    Zh,
+}
+
+/// Freshness thresholds (SPEC R3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FreshnessConfig {
+    /// Half-side of the target region, as a fraction of the screen width (0.06 → ±65 px on 1080).
+    pub target_half_frac: f64,
+    /// Max changed fraction inside the target region for the action to stay fresh.
+    pub target_threshold: f64,
+    /// Changed fraction of the whole screen above which the screen was replaced.
+    pub global_threshold: f64,
+    /// Re-checks for local animation before declaring stale.
+    pub rechecks: u32,
+    /// Delay between re-checks, ms.
+    pub recheck_interval_ms: u64,
+}
+
+impl Default for FreshnessConfig {
+    fn default() -> Self {
+        Self {
+            target_half_frac: 0.06,
+            target_threshold: 0.03,
+            global_threshold: 0.35,
+            rechecks: 2,
+            recheck_interval_ms: 120,
+        }
+    }
+}
+
+/// Everything that shapes one run except the collaborators.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Step limit (R7).
+    pub max_steps: u32,
+    /// Wall-time limit (R7).
+    pub max_duration: Duration,
+    /// Access mode (S1).
+    pub mode: AccessMode,
+    /// Run token budget (prompt + completion, all roles), if any (M3).
+    pub token_budget: Option<u64>,
+    /// Input-token budget of one planning request, if any (R6).
+    pub input_token_budget: Option<u64>,
+    /// Finish verifier mode (F2).
+    pub finish_verify: FinishVerifyMode,
+    /// Max seconds of one `Wait` (A3).
+    pub wait_max_secs: f64,
+    /// Settle time after a command before the verification screenshot, ms.
+    pub settle_ms: u64,
+    /// Freshness thresholds (R3).
+    pub freshness: FreshnessConfig,
+    /// How long to wait for a lost device to come back (D6).
+    pub device_wait: Duration,
+    /// How long a human request stays open.
+    pub human_timeout: Duration,
+    /// Opt-in app launcher capability (D5).
+    pub app_launcher: bool,
+    /// Hard-failure budget (R5).
+    pub max_hard_failures: u32,
+    /// Soft-replan budget (R5).
+    pub max_soft_replans: u32,
+    /// Language of receipts.
+    pub lang: Lang,
+    /// Label the run as a demo.
+    pub demo: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 30,
+            max_duration: Duration::from_secs(15 * 60),
+            mode: AccessMode::Wary,
+            token_budget: None,
+            input_token_budget: None,
+            finish_verify: FinishVerifyMode::Auto,
+            wait_max_secs: 10.0,
+            settle_ms: 350,
+            freshness: FreshnessConfig::default(),
+            device_wait: Duration::from_secs(60),
+            human_timeout: Duration::from_secs(15 * 60),
+            app_launcher: false,
+            max_hard_failures: 5,
+            max_soft_replans: 12,
+            lang: Lang::En,
+            demo: false,
+        }
+    }
+}
