@@ -1,13 +1,56 @@
 //! # phoneagent-device
 //!
-//! The [`Device`] trait the runtime drives, and its ADB implementation.
+//! The [`Device`] trait the runtime drives, and its ADB implementation (SPEC D1-D6).
 //! Input-equivalent actions only (SPEC D4): no app launch, package or window queries.
+//!
+//! ## Code map
+//! * `wire` — the adb smart-socket format: `hex4` requests, `OKAY`/`FAIL`, shell-v2 packets.
+//! * [`AdbServer`] — a client of one adb server (`--adb HOST:PORT`, `ADB_SERVER_SOCKET`,
+//!   `ANDROID_ADB_SERVER_PORT`, default `127.0.0.1:5037`, see [`AdbServerAddr::resolve`]):
+//!   host services (`host:devices-l`, `host-serial:S:features`, …) and transport services
+//!   (`shell,v2,raw:`, `shell:`, `exec:`), one TCP connection per command as adb does. All I/O
+//!   is async (tokio); nothing blocks the runtime.
+//! * [`select_device`] / [`choose_device`] — explicit serial, `ANDROID_SERIAL`, or the only
+//!   device in state `device`; several → [`DeviceError::MultipleDevices`]; `unauthorized` /
+//!   `offline` skipped and reported with their fix.
+//! * [`wait_for_device`] — after [`DeviceError::DeviceLost`], poll until the same serial is back.
+//! * [`parse`] — parsers of adb output, apart from I/O, tested on captured output.
+//! * [`text`] — ADB Keyboard base64 broadcasts and the ASCII `input text` fallback.
+//! * [`frame`] — PNG/raw decoding, blank-frame detection (`screenshot_blocked`), downscaling.
+//! * [`AdbDevice`] — the [`Device`] implementation; [`ImeGuard`] restores the user's IME on
+//!   every exit path.
+//!
+//! ## Invariants
+//! * Every device command carries the chosen serial (`host:transport:SERIAL`).
+//! * Every `input` command's exit status and stderr are checked; the `INJECT_EVENTS`
+//!   SecurityException becomes [`DeviceError::InjectEventsDenied`].
+//! * A blank frame is returned with `blocked = true`; a failed capture is retried then reported
+//!   as [`DeviceError::ScreenshotFailed`]; no image is ever made up.
+//! * A transport failure mid-command (stream closed, device gone from the list, `offline`,
+//!   server gone) is [`DeviceError::DeviceLost`]; the runtime waits and re-observes (D6).
+//! * Every call takes a [`CancellationToken`]; a cancelled call returns
+//!   [`DeviceError::Cancelled`], stops sending commands and restores the user's IME.
 
+mod adb_device;
+pub mod frame;
+mod ime;
+pub mod parse;
+mod server;
+pub mod text;
 mod types;
+mod wire;
 
+pub use adb_device::{AdbDevice, AdbDeviceOptions, ScreenshotMode, serial_from_env};
+pub use ime::{
+    ImeGuard, pending_ime_restores, wait_for_ime_restores, wait_for_ime_restores_blocking,
+};
+pub use server::{
+    AdbServer, AdbServerAddr, ShellProtocol, choose_device, select_device, wait_for_device,
+};
 pub use types::{
     DeviceError, DeviceInfo, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot, Transport,
 };
+pub use wire::ShellOutput;
 
 use async_trait::async_trait;
 use phoneagent_protocol::{DevicePoint, ScreenGeometry};

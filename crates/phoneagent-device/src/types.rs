@@ -202,6 +202,30 @@ pub enum DeviceError {
     /// Cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
+    /// The chosen serial is not in the adb server's list.
+    #[error(
+        "device {serial} is not connected{}: check the cable (or `adb connect HOST:PORT`) and the serial",
+        if available.is_empty() { String::new() } else { format!(" (connected: {})", available.join(", ")) }
+    )]
+    SerialNotFound {
+        /// The serial asked for.
+        serial: String,
+        /// Serials the server lists.
+        available: Vec<String>,
+    },
+    /// A command got no answer in time (the device may be busy or frozen).
+    #[error(
+        "`{command}` got no answer within {ms} ms: unlock the phone and check that it responds, then retry"
+    )]
+    Timeout {
+        /// The command.
+        command: String,
+        /// The time limit in ms.
+        ms: u64,
+    },
+    /// Invalid configuration (e.g. a malformed `--adb` / `ADB_SERVER_SOCKET`).
+    #[error("invalid device configuration: {0}")]
+    Config(String),
     /// I/O error.
     #[error("I/O error talking to adb: {0}")]
     Io(#[from] std::io::Error),
@@ -211,13 +235,16 @@ impl DeviceError {
     /// The stable code for UI and recovery (SPEC R5).
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::NoDevice => ErrorCode::NoDevice,
+            Self::NoDevice | Self::SerialNotFound { .. } => ErrorCode::NoDevice,
             Self::MultipleDevices { .. } => ErrorCode::MultipleDevices,
             Self::Unauthorized { .. } => ErrorCode::DeviceUnauthorized,
             Self::Offline { .. } => ErrorCode::DeviceOffline,
             Self::DeviceLost { .. } => ErrorCode::DeviceLost,
             Self::AdbServerUnreachable { .. } => ErrorCode::AdbServerUnreachable,
-            Self::Protocol(_) | Self::CommandFailed { .. } | Self::Io(_) => ErrorCode::AdbProtocol,
+            Self::Protocol(_) | Self::CommandFailed { .. } | Self::Io(_) | Self::Timeout { .. } => {
+                ErrorCode::AdbProtocol
+            }
+            Self::Config(_) => ErrorCode::Config,
             Self::InjectEventsDenied => ErrorCode::InjectEventsDenied,
             Self::ScreenshotFailed { .. } => ErrorCode::ScreenshotFailed,
             Self::AdbKeyboardMissing => ErrorCode::AdbKeyboardMissing,

@@ -1,0 +1,803 @@
+//! [`AdbDevice`]: the [`Device`] trait over an adb server (SPEC D1-D4, D6).
+
+use crate::frame;
+use crate::ime::{self, ImeGuard};
+use crate::parse;
+use crate::server::{self, AdbServer, ShellProtocol};
+use crate::text::{self, ADB_KEYBOARD_IME};
+use crate::types::{DeviceError, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot};
+use crate::wire::ShellOutput;
+use crate::{Device, Result};
+use async_trait::async_trait;
+use phoneagent_protocol::{DevicePoint, Rotation, ScreenGeometry};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How screenshots are taken (SPEC D3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScreenshotMode {
+    /// `exec:screencap -p`: the device encodes PNG (default; works everywhere).
+    #[default]
+    Png,
+    /// `exec:screencap`: raw RGBA from the device, PNG encoded on the host (less device CPU,
+    /// more bytes on the wire — faster over fast links).
+    Raw,
+}
+
+/// Tunables of an [`AdbDevice`].
+#[derive(Debug, Clone)]
+pub struct AdbDeviceOptions {
+    /// Time limit of one ordinary shell command (swipes add their duration).
+    pub command_timeout: Duration,
+    /// Time limit of one screenshot attempt.
+    pub screenshot_timeout: Duration,
+    /// Attempts before [`DeviceError::ScreenshotFailed`] (at least 1).
+    pub screenshot_attempts: u32,
+    /// Capture path.
+    pub screenshot_mode: ScreenshotMode,
+    /// Pause after switching to ADB Keyboard, so the keyboard binds to the focused field.
+    pub ime_settle: Duration,
+    /// Pause between the two taps of a double tap.
+    pub double_tap_gap: Duration,
+}
+
+impl Default for AdbDeviceOptions {
+    fn default() -> Self {
+        Self {
+            command_timeout: Duration::from_secs(20),
+            screenshot_timeout: Duration::from_secs(15),
+            screenshot_attempts: 3,
+            screenshot_mode: ScreenshotMode::Png,
+            ime_settle: Duration::from_millis(150),
+            double_tap_gap: Duration::from_millis(0),
+        }
+    }
+}
+
+struct Inner {
+    server: AdbServer,
+    serial: String,
+    protocol: ShellProtocol,
+    opts: AdbDeviceOptions,
+    adb_keyboard: tokio::sync::Mutex<Option<bool>>,
+    ime: tokio::sync::Mutex<Option<ImeGuard>>,
+    last_frame: std::sync::Mutex<Option<(u32, u32)>>,
+}
+
+/// One phone behind an adb server. Cheap to clone (shared state). Every command names the
+/// serial (`host:transport:SERIAL`). While ADB Keyboard is switched on for typing, an
+/// [`ImeGuard`] inside restores the user's IME: on [`Device::restore_ime`], when a call is
+/// cancelled, and when the last clone is dropped.
+#[derive(Clone)]
+pub struct AdbDevice {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AdbDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdbDevice")
+            .field("serial", &self.inner.serial)
+            .field("server", &self.inner.server.addr().to_string())
+            .field("protocol", &self.inner.protocol)
+            .finish()
+    }
+}
+
+/// `ANDROID_SERIAL`, when set and not empty.
+pub fn serial_from_env() -> Option<String> {
+    std::env::var("ANDROID_SERIAL")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+impl AdbDevice {
+    /// Open `serial` on `server`: checks that it is listed in state `device` and reads its
+    /// features (shell v2 when advertised, else shell v1).
+    ///
+    /// # Errors
+    /// [`DeviceError::SerialNotFound`], [`DeviceError::Unauthorized`], [`DeviceError::Offline`],
+    /// [`DeviceError::AdbServerUnreachable`].
+    pub async fn open(server: AdbServer, serial: &str, opts: AdbDeviceOptions) -> Result<Self> {
+        let list = server.devices().await?;
+        let info = server::choose_device(&list, Some(serial))?;
+        let features = server.features(&info.serial).await?;
+        let protocol = if features.iter().any(|f| f == "shell_v2") {
+            ShellProtocol::V2
+        } else {
+            ShellProtocol::V1
+        };
+        tracing::debug!(serial, ?protocol, ?features, "opened device");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                server,
+                serial: info.serial,
+                protocol,
+                opts,
+                adb_keyboard: tokio::sync::Mutex::new(None),
+                ime: tokio::sync::Mutex::new(None),
+                last_frame: std::sync::Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Choose and open a device (SPEC D1): `explicit`, else `ANDROID_SERIAL`, else the only
+    /// device in state `device`.
+    ///
+    /// # Errors
+    /// As [`server::select_device`] and [`AdbDevice::open`].
+    pub async fn select(
+        server: AdbServer,
+        explicit: Option<&str>,
+        opts: AdbDeviceOptions,
+    ) -> Result<Self> {
+        let env = serial_from_env();
+        let chosen = explicit.map(str::to_string).or(env);
+        let info = server::select_device(&server, chosen.as_deref()).await?;
+        Self::open(server, &info.serial, opts).await
+    }
+
+    /// The adb server this device is reached through.
+    pub fn server(&self) -> &AdbServer {
+        &self.inner.server
+    }
+
+    /// Which shell protocol commands use.
+    pub fn shell_protocol(&self) -> ShellProtocol {
+        self.inner.protocol
+    }
+
+    /// Wait (bounded) for this serial to be back in state `device` after a
+    /// [`DeviceError::DeviceLost`] (SPEC D6).
+    ///
+    /// # Errors
+    /// [`DeviceError::DeviceLost`] on timeout, [`DeviceError::Cancelled`].
+    pub async fn wait_until_back(
+        &self,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        server::wait_for_device(&self.inner.server, &self.inner.serial, timeout, cancel).await
+    }
+
+    /// Run a shell command on the device (for diagnostics; the agent only uses the trait).
+    ///
+    /// # Errors
+    /// [`DeviceError::DeviceLost`] when the device goes away, [`DeviceError::Timeout`],
+    /// [`DeviceError::Cancelled`].
+    pub async fn shell(&self, cmd: &str, cancel: &CancellationToken) -> Result<ShellOutput> {
+        let t = self.inner.opts.command_timeout;
+        self.with_cancel(cancel, self.inner.shell(cmd, t)).await
+    }
+
+    /// True when ADB Keyboard is installed (cached after the first successful check).
+    ///
+    /// # Errors
+    /// Transport errors, [`DeviceError::Cancelled`].
+    pub async fn adb_keyboard_installed(&self, cancel: &CancellationToken) -> Result<bool> {
+        self.with_cancel(cancel, self.inner.adb_keyboard_installed())
+            .await
+    }
+
+    /// The current IME (`settings get secure default_input_method`).
+    ///
+    /// # Errors
+    /// Transport errors, [`DeviceError::Cancelled`].
+    pub async fn current_ime(&self, cancel: &CancellationToken) -> Result<Option<String>> {
+        let i = &self.inner;
+        self.with_cancel(cancel, async {
+            i.map_err(
+                "settings get secure default_input_method",
+                ime::current_ime_on(&i.server, &i.serial, i.protocol).await,
+            )
+            .await
+        })
+        .await
+    }
+
+    /// Run `fut` unless `cancel` fires first. A cancelled call also restores the user's IME
+    /// right away (the task is ending; a later `type_text` switches again).
+    async fn with_cancel<T>(
+        &self,
+        cancel: &CancellationToken,
+        fut: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        if cancel.is_cancelled() {
+            self.inner.restore_after_cancel().await;
+            return Err(DeviceError::Cancelled);
+        }
+        let r = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(DeviceError::Cancelled),
+            r = fut => r,
+        };
+        if matches!(r, Err(DeviceError::Cancelled)) {
+            self.inner.restore_after_cancel().await;
+        }
+        r
+    }
+}
+
+impl Inner {
+    /// Map a transport failure of `cmd` to [`DeviceError::DeviceLost`] where it means the
+    /// device (or the server) went away (SPEC D6).
+    async fn map_err<T>(&self, cmd: &str, r: Result<T>) -> Result<T> {
+        let e = match r {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let lost = |detail: String| DeviceError::DeviceLost {
+            serial: self.serial.clone(),
+            command: cmd.to_string(),
+            detail,
+        };
+        Err(match e {
+            DeviceError::SerialNotFound { .. }
+            | DeviceError::Offline { .. }
+            | DeviceError::AdbServerUnreachable { .. } => lost(e.to_string()),
+            DeviceError::Io(io) => match io.kind() {
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput => {
+                    DeviceError::Protocol(format!("`{cmd}`: {io}"))
+                }
+                _ => lost(format!("connection to the adb server broke: {io}")),
+            },
+            other => other,
+        })
+    }
+
+    /// After a timeout: lost if the device is gone from the list, else a plain timeout.
+    async fn timeout_error(&self, cmd: &str, limit: Duration) -> DeviceError {
+        match self.server.state_of(&self.serial).await {
+            Ok(Some(DeviceState::Device)) => DeviceError::Timeout {
+                command: cmd.to_string(),
+                ms: limit.as_millis() as u64,
+            },
+            Ok(state) => DeviceError::DeviceLost {
+                serial: self.serial.clone(),
+                command: cmd.to_string(),
+                detail: format!(
+                    "no answer within {} ms and the device is now {state:?}",
+                    limit.as_millis()
+                ),
+            },
+            Err(e) => DeviceError::DeviceLost {
+                serial: self.serial.clone(),
+                command: cmd.to_string(),
+                detail: e.to_string(),
+            },
+        }
+    }
+
+    async fn shell(&self, cmd: &str, limit: Duration) -> Result<ShellOutput> {
+        tracing::trace!(serial = %self.serial, cmd, "shell");
+        match tokio::time::timeout(limit, self.server.shell(&self.serial, cmd, self.protocol)).await
+        {
+            Ok(r) => self.map_err(cmd, r).await,
+            Err(_) => Err(self.timeout_error(cmd, limit).await),
+        }
+    }
+
+    /// A shell command whose non-zero exit is an error.
+    async fn shell_ok(&self, cmd: &str) -> Result<String> {
+        let out = self.shell(cmd, self.opts.command_timeout).await?;
+        if out.failed() {
+            return Err(DeviceError::CommandFailed {
+                command: cmd.to_string(),
+                detail: out.combined().trim().to_string(),
+            });
+        }
+        Ok(out.combined())
+    }
+
+    async fn exec(&self, cmd: &str, limit: Duration) -> Result<Vec<u8>> {
+        match tokio::time::timeout(limit, self.server.exec(&self.serial, cmd)).await {
+            Ok(r) => self.map_err(cmd, r).await,
+            Err(_) => Err(self.timeout_error(cmd, limit).await),
+        }
+    }
+
+    /// An `input …` command, its stderr and exit status checked (SPEC D4).
+    async fn input(&self, cmd: &str, extra: Duration) -> Result<()> {
+        let out = self.shell(cmd, self.opts.command_timeout + extra).await?;
+        let all = out.combined();
+        if parse::is_inject_events_denied(&all) {
+            return Err(DeviceError::InjectEventsDenied);
+        }
+        let failed = match out.exit_code {
+            Some(c) => c != 0,
+            None => parse::input_output_shows_error(&all),
+        };
+        if failed {
+            return Err(DeviceError::CommandFailed {
+                command: cmd.to_string(),
+                detail: first_lines(&all, 3),
+            });
+        }
+        Ok(())
+    }
+
+    async fn adb_keyboard_installed(&self) -> Result<bool> {
+        let mut cached = self.adb_keyboard.lock().await;
+        if let Some(v) = *cached {
+            return Ok(v);
+        }
+        // `-a` lists installed IMEs, enabled or not; old `ime` tools may not know it.
+        let mut ids = Vec::new();
+        for cmd in ["ime list -a -s", "ime list -s"] {
+            match self.shell(cmd, self.opts.command_timeout).await {
+                Ok(out) if !out.failed() => {
+                    ids = parse::parse_ime_list(&out.stdout_str());
+                    if !ids.is_empty() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let v = ids.iter().any(|i| i == ADB_KEYBOARD_IME);
+        *cached = Some(v);
+        Ok(v)
+    }
+
+    /// Make ADB Keyboard the current IME, arming the guard (before the switch) the first time.
+    async fn ensure_adb_ime(&self) -> Result<()> {
+        let mut slot = self.ime.lock().await;
+        let current = self
+            .map_err(
+                "settings get secure default_input_method",
+                ime::current_ime_on(&self.server, &self.serial, self.protocol).await,
+            )
+            .await?;
+        if current.as_deref() == Some(ADB_KEYBOARD_IME) {
+            return Ok(());
+        }
+        let fresh = slot.is_none();
+        if fresh {
+            *slot = Some(ImeGuard::new(
+                self.server.clone(),
+                self.serial.clone(),
+                self.protocol,
+                current.clone(),
+            ));
+        }
+        let r = self
+            .map_err(
+                "ime set",
+                ime::set_ime_on(
+                    &self.server,
+                    &self.serial,
+                    self.protocol,
+                    ADB_KEYBOARD_IME,
+                    true,
+                )
+                .await,
+            )
+            .await;
+        match r {
+            Ok(()) => {
+                tracing::info!(serial = %self.serial, from = ?current, "switched to ADB Keyboard");
+                tokio::time::sleep(self.opts.ime_settle).await;
+                Ok(())
+            }
+            Err(e) => {
+                // Half-switched: put the user's IME back now unless the device is gone (then
+                // the guard stays armed for later).
+                if !e.is_device_lost()
+                    && let Some(g) = slot.as_mut()
+                    && g.restore().await.is_ok()
+                {
+                    *slot = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn restore_ime(&self) -> Result<()> {
+        let mut slot = self.ime.lock().await;
+        if let Some(g) = slot.as_mut() {
+            let r = g.restore().await;
+            self.map_err("restore IME", r).await?;
+            *slot = None;
+        }
+        Ok(())
+    }
+
+    async fn restore_after_cancel(&self) {
+        if let Err(e) = self.restore_ime().await {
+            tracing::warn!(serial = %self.serial, "could not restore the IME after cancel: {e}");
+        }
+    }
+
+    async fn type_text(&self, text: &str) -> Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        if self.adb_keyboard_installed().await? {
+            self.ensure_adb_ime().await?;
+            for cmd in text::adb_keyboard_commands(text) {
+                let out = self.shell(&cmd, self.opts.command_timeout).await?;
+                let all = out.combined();
+                if out.failed() || !all.contains("Broadcast completed") {
+                    return Err(DeviceError::CommandFailed {
+                        command: "am broadcast -a ADB_INPUT_B64".into(),
+                        detail: format!(
+                            "ADB Keyboard did not take the text ({}): check that ADB Keyboard is enabled",
+                            first_lines(&all, 3)
+                        ),
+                    });
+                }
+            }
+            Ok(())
+        } else {
+            let steps = text::ascii_input_steps(text).ok_or(DeviceError::AdbKeyboardMissing)?;
+            for s in steps {
+                self.input(&s.command(), Duration::ZERO).await?;
+            }
+            Ok(())
+        }
+    }
+
+    async fn capture_once(&self) -> Result<Screenshot> {
+        let t0 = Instant::now();
+        let mode = self.opts.screenshot_mode;
+        let cmd = match mode {
+            ScreenshotMode::Png => "screencap -p",
+            ScreenshotMode::Raw => "screencap",
+        };
+        let bytes = self.exec(cmd, self.opts.screenshot_timeout).await?;
+        let shot = tokio::task::spawn_blocking(move || -> Result<Screenshot> {
+            let (png, image) = match mode {
+                ScreenshotMode::Png => {
+                    let img = frame::decode_png(&bytes)?;
+                    (bytes::Bytes::from(bytes), img)
+                }
+                ScreenshotMode::Raw => {
+                    let img = frame::decode_raw(&bytes)?;
+                    (bytes::Bytes::from(frame::encode_png(&img)?), img)
+                }
+            };
+            let blocked = frame::is_blank(&image);
+            Ok(Screenshot {
+                png,
+                image: Arc::new(image),
+                blocked,
+                capture_ms: t0.elapsed().as_millis().min(u128::from(u32::MAX)) as u32,
+            })
+        })
+        .await
+        .map_err(|e| DeviceError::Protocol(format!("screenshot decoder crashed: {e}")))??;
+        if let Ok(mut g) = self.last_frame.lock() {
+            *g = Some(shot.image.dimensions());
+        }
+        Ok(shot)
+    }
+
+    async fn screenshot(&self) -> Result<Screenshot> {
+        let attempts = self.opts.screenshot_attempts.max(1);
+        let mut last = String::new();
+        for n in 1..=attempts {
+            match self.capture_once().await {
+                Ok(s) => {
+                    if s.blocked {
+                        tracing::info!(serial = %self.serial, "screenshot is blank: screenshot_blocked");
+                    }
+                    return Ok(s);
+                }
+                Err(e) if e.is_device_lost() => return Err(e),
+                Err(e @ (DeviceError::Unauthorized { .. } | DeviceError::Cancelled)) => {
+                    return Err(e);
+                }
+                Err(e) => {
+                    tracing::warn!(serial = %self.serial, attempt = n, "screenshot failed: {e}");
+                    last = e.to_string();
+                    if n < attempts {
+                        tokio::time::sleep(Duration::from_millis(100 * u64::from(n))).await;
+                    }
+                }
+            }
+        }
+        Err(DeviceError::ScreenshotFailed {
+            attempts,
+            detail: last,
+        })
+    }
+
+    async fn wm_size(&self) -> Result<parse::WmSize> {
+        let out = self.shell_ok("wm size").await?;
+        parse::parse_wm_size(&out).ok_or_else(|| DeviceError::CommandFailed {
+            command: "wm size".into(),
+            detail: format!("no size in {:?}", first_lines(&out, 2)),
+        })
+    }
+
+    async fn density(&self) -> Result<Option<u32>> {
+        Ok(parse::parse_wm_density(&self.shell_ok("wm density").await?))
+    }
+
+    async fn rotation(&self) -> Result<Option<Rotation>> {
+        Ok(parse::parse_orientation(
+            &self.shell_ok("dumpsys input").await?,
+        ))
+    }
+
+    async fn geometry(&self) -> Result<ScreenGeometry> {
+        let size = self.wm_size().await?;
+        let (nw, nh) = size.effective().ok_or_else(|| DeviceError::CommandFailed {
+            command: "wm size".into(),
+            detail: "no size".into(),
+        })?;
+        let density = self.density().await.unwrap_or(None);
+        let rotation = self.rotation().await?.unwrap_or_else(|| {
+            tracing::warn!(serial = %self.serial, "no SurfaceOrientation in dumpsys input: assuming 0°");
+            Rotation::R0
+        });
+        let (mut w, mut h) = if rotation.is_landscape() {
+            (nh, nw)
+        } else {
+            (nw, nh)
+        };
+        // The size of the screenshot actually taken wins when it has the same orientation.
+        if let Some((sw, sh)) = self.last_frame.lock().ok().and_then(|g| *g)
+            && (sw > sh) == (w > h)
+            && (sw, sh) != (w, h)
+        {
+            tracing::debug!(serial = %self.serial, wm = ?(w, h), shot = ?(sw, sh), "screenshot size wins over wm size");
+            (w, h) = (sw, sh);
+        }
+        Ok(ScreenGeometry {
+            width_px: w,
+            height_px: h,
+            density_dpi: density,
+            rotation,
+        })
+    }
+
+    async fn readiness(&self, cancel: &CancellationToken) -> Result<Readiness> {
+        let mut checks = Vec::new();
+        let mut push = |name: &str, r: std::result::Result<String, (String, String)>| {
+            checks.push(match r {
+                Ok(detail) => ReadinessCheck {
+                    name: name.into(),
+                    ok: true,
+                    detail,
+                    fix: None,
+                },
+                Err((detail, fix)) => ReadinessCheck {
+                    name: name.into(),
+                    ok: false,
+                    detail,
+                    fix: Some(fix),
+                },
+            });
+        };
+        let fail = |e: &DeviceError| (e.to_string(), fix_for(e));
+        let bail = |e: &DeviceError| matches!(e, DeviceError::Cancelled) || cancel.is_cancelled();
+
+        // state
+        let state = match self.server.state_of(&self.serial).await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                push(
+                    "state",
+                    Err((
+                        "not listed by the adb server".into(),
+                        "connect the phone with USB debugging on (or `adb connect HOST:PORT`)"
+                            .into(),
+                    )),
+                );
+                return Ok(Readiness {
+                    serial: self.serial.clone(),
+                    checks,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        if state != DeviceState::Device {
+            let fix = parse::fix_for_state(&state).unwrap_or_default();
+            push("state", Err((format!("{state:?}").to_lowercase(), fix)));
+            return Ok(Readiness {
+                serial: self.serial.clone(),
+                checks,
+            });
+        }
+        push("state", Ok("device".into()));
+
+        // screen size
+        let mut wm_natural = None;
+        match self.wm_size().await {
+            Ok(s) => {
+                wm_natural = s.effective();
+                let detail = match (s.physical, s.override_size) {
+                    (Some((w, h)), Some((ow, oh))) => {
+                        format!("{ow}x{oh} (override of physical {w}x{h})")
+                    }
+                    (Some((w, h)), None) | (None, Some((w, h))) => format!("{w}x{h}"),
+                    (None, None) => "unknown".into(),
+                };
+                push("screen_size", Ok(detail));
+            }
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("screen_size", Err(fail(&e))),
+        }
+        match self.density().await {
+            Ok(Some(d)) => push("density", Ok(format!("{d} dpi"))),
+            Ok(None) => push(
+                "density",
+                Err((
+                    "`wm density` printed no density".into(),
+                    "unlock the phone and retry; if it persists, run `adb shell wm density` to see what the phone says".into(),
+                )),
+            ),
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("density", Err(fail(&e))),
+        }
+        match self.rotation().await {
+            Ok(Some(r)) => push(
+                "rotation",
+                Ok(format!(
+                    "{}°{}",
+                    r.quarter_turns() * 90,
+                    if r.is_landscape() { " (landscape)" } else { "" }
+                )),
+            ),
+            Ok(None) => push("rotation", Ok("unknown (assuming 0°)".into())),
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("rotation", Err(fail(&e))),
+        }
+        match self.adb_keyboard_installed().await {
+            Ok(true) => push("adb_keyboard", Ok(format!("{ADB_KEYBOARD_IME} installed"))),
+            Ok(false) => push(
+                "adb_keyboard",
+                Err((
+                    "ADB Keyboard is not installed: only ASCII text can be typed".into(),
+                    "install ADB Keyboard (package com.android.adbkeyboard, from github.com/senzhk/ADBKeyBoard) for Chinese, emoji and other text, or use ASCII-only text".into(),
+                )),
+            ),
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("adb_keyboard", Err(fail(&e))),
+        }
+        match self.screenshot().await {
+            Ok(s) if s.blocked => push(
+                "screenshot",
+                Err((
+                    format!("the {}x{} frame is blank (black/uniform)", s.image.width(), s.image.height()),
+                    "turn the screen on and unlock the phone; apps with protected windows (banking, payment) cannot be captured, so go to the home screen".into(),
+                )),
+            ),
+            Ok(s) => {
+                let (w, h) = s.image.dimensions();
+                let mut detail = format!("{w}x{h} PNG in {} ms", s.capture_ms);
+                if let Some((nw, nh)) = wm_natural
+                    && (nw, nh) != (w, h)
+                    && (nh, nw) != (w, h)
+                {
+                    detail.push_str(&format!(
+                        " (wm size says {nw}x{nh}; the screenshot size is used)"
+                    ));
+                }
+                push("screenshot", Ok(detail));
+            }
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("screenshot", Err(fail(&e))),
+        }
+        // A harmless input: KEYCODE_UNKNOWN (0) reaches the input system but does nothing.
+        match self.input("input keyevent 0", Duration::ZERO).await {
+            Ok(()) => push("input", Ok("input events are accepted".into())),
+            Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
+            Err(e) => push("input", Err(fail(&e))),
+        }
+        Ok(Readiness {
+            serial: self.serial.clone(),
+            checks,
+        })
+    }
+}
+
+/// The plain-language fix for an error in a readiness check.
+fn fix_for(e: &DeviceError) -> String {
+    match e {
+        DeviceError::InjectEventsDenied => "on Xiaomi/MIUI/HyperOS: Settings → Additional settings → Developer options → turn on \"USB debugging (Security settings)\" (needs a SIM and a Mi account), then replug".into(),
+        DeviceError::DeviceLost { .. } | DeviceError::Offline { .. } | DeviceError::SerialNotFound { .. } => {
+            "the phone disconnected: replug the cable, unlock the phone and retry".into()
+        }
+        DeviceError::Unauthorized { .. } => {
+            "unlock the phone and accept the \"Allow USB debugging\" prompt".into()
+        }
+        DeviceError::Timeout { .. } => "the phone did not answer in time: unlock it, close heavy apps and retry".into(),
+        DeviceError::ScreenshotFailed { .. } => {
+            "the phone could not take a screenshot: unlock it and retry; if it persists, reboot the phone".into()
+        }
+        _ => format!("{e}"),
+    }
+}
+
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+#[async_trait]
+impl Device for AdbDevice {
+    fn serial(&self) -> &str {
+        &self.inner.serial
+    }
+
+    async fn geometry(&self, cancel: &CancellationToken) -> Result<ScreenGeometry> {
+        self.with_cancel(cancel, self.inner.geometry()).await
+    }
+
+    async fn screenshot(&self, cancel: &CancellationToken) -> Result<Screenshot> {
+        self.with_cancel(cancel, self.inner.screenshot()).await
+    }
+
+    async fn tap(&self, p: DevicePoint, cancel: &CancellationToken) -> Result<()> {
+        let cmd = format!("input tap {} {}", p.x, p.y);
+        self.with_cancel(cancel, self.inner.input(&cmd, Duration::ZERO))
+            .await
+    }
+
+    async fn double_tap(&self, p: DevicePoint, cancel: &CancellationToken) -> Result<()> {
+        let cmd = format!("input tap {} {}", p.x, p.y);
+        let i = &self.inner;
+        self.with_cancel(cancel, async {
+            i.input(&cmd, Duration::ZERO).await?;
+            if !i.opts.double_tap_gap.is_zero() {
+                tokio::time::sleep(i.opts.double_tap_gap).await;
+            }
+            i.input(&cmd, Duration::ZERO).await
+        })
+        .await
+    }
+
+    async fn long_press(
+        &self,
+        p: DevicePoint,
+        duration_ms: u32,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        let cmd = format!("input swipe {} {} {} {} {duration_ms}", p.x, p.y, p.x, p.y);
+        let extra = Duration::from_millis(u64::from(duration_ms));
+        self.with_cancel(cancel, self.inner.input(&cmd, extra))
+            .await
+    }
+
+    async fn swipe(
+        &self,
+        from: DevicePoint,
+        to: DevicePoint,
+        duration_ms: u32,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        let cmd = format!(
+            "input swipe {} {} {} {} {duration_ms}",
+            from.x, from.y, to.x, to.y
+        );
+        let extra = Duration::from_millis(u64::from(duration_ms));
+        self.with_cancel(cancel, self.inner.input(&cmd, extra))
+            .await
+    }
+
+    async fn key(&self, key: KeyCode, cancel: &CancellationToken) -> Result<()> {
+        let cmd = format!("input keyevent {}", key.code());
+        self.with_cancel(cancel, self.inner.input(&cmd, Duration::ZERO))
+            .await
+    }
+
+    async fn type_text(&self, text: &str, cancel: &CancellationToken) -> Result<()> {
+        self.with_cancel(cancel, self.inner.type_text(text)).await
+    }
+
+    async fn restore_ime(&self) -> Result<()> {
+        self.inner.restore_ime().await
+    }
+
+    async fn readiness(&self, cancel: &CancellationToken) -> Result<Readiness> {
+        self.with_cancel(cancel, self.inner.readiness(cancel)).await
+    }
+}

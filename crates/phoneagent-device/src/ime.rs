@@ -1,0 +1,279 @@
+//! The IME guard (SPEC D4): the user's original input method is restored on every exit path.
+//!
+//! [`ImeGuard`] is created *before* the switch to ADB Keyboard. It is disarmed only by a
+//! successful [`ImeGuard::restore`]. If it is dropped while still armed (error path, cancelled
+//! task, panic unwinding, the device value dropped), its `Drop` schedules the restore on a
+//! dedicated thread with its own small tokio runtime — deliberately not on the caller's runtime,
+//! which may be shutting down at that moment and would drop a spawned task unrun. Front ends
+//! call [`wait_for_ime_restores`] before exiting so the process does not end first.
+
+use crate::server::{AdbServer, ShellProtocol};
+use crate::text::shell_escape;
+use crate::types::DeviceError;
+use crate::{Result, parse};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// Time limit of one restore attempt (all its commands).
+pub const RESTORE_TIMEOUT: Duration = Duration::from_secs(10);
+
+static PENDING: Mutex<usize> = Mutex::new(0);
+static PENDING_CV: Condvar = Condvar::new();
+
+fn pending_add(delta: isize) {
+    let mut g = PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *g = g.saturating_add_signed(delta);
+    PENDING_CV.notify_all();
+}
+
+/// Number of IME restores scheduled by dropped guards and not finished yet.
+pub fn pending_ime_restores() -> usize {
+    *PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Block until every scheduled IME restore has finished, or `timeout` passes. Returns `true`
+/// when none is pending. For front ends at exit (outside async code).
+pub fn wait_for_ime_restores_blocking(timeout: Duration) -> bool {
+    let g = PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (g, _) = PENDING_CV
+        .wait_timeout_while(g, timeout, |n| *n > 0)
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *g == 0
+}
+
+/// Async form of [`wait_for_ime_restores_blocking`].
+pub async fn wait_for_ime_restores(timeout: Duration) -> bool {
+    tokio::task::spawn_blocking(move || wait_for_ime_restores_blocking(timeout))
+        .await
+        .unwrap_or(false)
+}
+
+/// Restores the user's IME when disarmed by [`ImeGuard::restore`] or, failing that, on drop.
+#[derive(Debug)]
+pub struct ImeGuard {
+    server: AdbServer,
+    serial: String,
+    protocol: ShellProtocol,
+    original: Option<String>,
+    armed: bool,
+}
+
+impl ImeGuard {
+    /// Arm a guard that will put `original` back on `serial` (`None`: the setting was empty,
+    /// restored with `ime reset`).
+    pub fn new(
+        server: AdbServer,
+        serial: String,
+        protocol: ShellProtocol,
+        original: Option<String>,
+    ) -> Self {
+        Self {
+            server,
+            serial,
+            protocol,
+            original,
+            armed: true,
+        }
+    }
+
+    /// The IME to restore.
+    pub fn original(&self) -> Option<&str> {
+        self.original.as_deref()
+    }
+
+    /// True until a restore succeeded.
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+
+    /// Put the original IME back and verify it with `settings get secure
+    /// default_input_method`. On success the guard is disarmed; on failure it stays armed (a
+    /// later call, or the drop, tries again).
+    ///
+    /// # Errors
+    /// [`DeviceError::ImeSwitchFailed`] when the setting does not take; transport errors.
+    pub async fn restore(&mut self) -> Result<()> {
+        if !self.armed {
+            return Ok(());
+        }
+        let fut = restore_ime_on(
+            &self.server,
+            &self.serial,
+            self.protocol,
+            self.original.as_deref(),
+        );
+        match tokio::time::timeout(RESTORE_TIMEOUT, fut).await {
+            Ok(Ok(())) => {
+                self.armed = false;
+                tracing::info!(serial = %self.serial, ime = ?self.original, "restored the original IME");
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(DeviceError::Timeout {
+                command: "restore IME".into(),
+                ms: RESTORE_TIMEOUT.as_millis() as u64,
+            }),
+        }
+    }
+}
+
+impl Drop for ImeGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.armed = false;
+        let (server, serial, protocol, original) = (
+            self.server.clone(),
+            self.serial.clone(),
+            self.protocol,
+            self.original.clone(),
+        );
+        tracing::info!(serial = %serial, "IME guard dropped while armed: scheduling the restore");
+        pending_add(1);
+        let spawned = std::thread::Builder::new()
+            .name("phoneagent-ime-restore".into())
+            .spawn(move || {
+                struct Done;
+                impl Drop for Done {
+                    fn drop(&mut self) {
+                        pending_add(-1);
+                    }
+                }
+                let _done = Done;
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        tracing::warn!(%serial, "cannot restore the IME: no runtime: {e}");
+                        return;
+                    }
+                };
+                let r = rt.block_on(async {
+                    tokio::time::timeout(
+                        RESTORE_TIMEOUT,
+                        restore_ime_on(&server, &serial, protocol, original.as_deref()),
+                    )
+                    .await
+                });
+                match r {
+                    Ok(Ok(())) => tracing::info!(%serial, "restored the original IME (from drop)"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(%serial, "could not restore the original IME: {e}")
+                    }
+                    Err(_) => tracing::warn!(%serial, "restoring the original IME timed out"),
+                }
+            });
+        if let Err(e) = spawned {
+            pending_add(-1);
+            tracing::warn!("cannot start the IME restore thread: {e}");
+        }
+    }
+}
+
+async fn sh(server: &AdbServer, serial: &str, p: ShellProtocol, cmd: &str) -> Result<String> {
+    let out = server.shell(serial, cmd, p).await?;
+    if out.failed() {
+        return Err(DeviceError::CommandFailed {
+            command: cmd.into(),
+            detail: out.combined().trim().to_string(),
+        });
+    }
+    Ok(out.combined())
+}
+
+/// Read `settings get secure default_input_method`.
+pub(crate) async fn current_ime_on(
+    server: &AdbServer,
+    serial: &str,
+    p: ShellProtocol,
+) -> Result<Option<String>> {
+    let out = sh(
+        server,
+        serial,
+        p,
+        "settings get secure default_input_method",
+    )
+    .await?;
+    Ok(parse::parse_settings_value(&out))
+}
+
+/// `ime set ID` (after `ime enable ID` when `enable`), verified by reading the setting back a
+/// few times (the setting may lag the command by a moment).
+pub(crate) async fn set_ime_on(
+    server: &AdbServer,
+    serial: &str,
+    p: ShellProtocol,
+    id: &str,
+    enable: bool,
+) -> Result<()> {
+    let esc = shell_escape(id);
+    if enable {
+        sh(server, serial, p, &format!("ime enable {esc}"))
+            .await
+            .map_err(|e| ime_err(e, id))?;
+    }
+    let out = sh(server, serial, p, &format!("ime set {esc}"))
+        .await
+        .map_err(|e| ime_err(e, id))?;
+    let mut seen = None;
+    for i in 0..5 {
+        seen = current_ime_on(server, serial, p).await?;
+        if seen.as_deref() == Some(id) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50 * (i + 1))).await;
+    }
+    Err(DeviceError::ImeSwitchFailed(format!(
+        "`ime set {id}` said {:?} but the current input method is {:?}: enable the keyboard in Settings → System → Languages & input",
+        out.trim(),
+        seen
+    )))
+}
+
+fn ime_err(e: DeviceError, id: &str) -> DeviceError {
+    match e {
+        DeviceError::CommandFailed { command, detail } => DeviceError::ImeSwitchFailed(format!(
+            "`{command}` failed ({detail}): check that {id} is installed and enabled in Settings → System → Languages & input"
+        )),
+        // Transport errors keep their type, so a lost device stays recognisable (D6).
+        other => other,
+    }
+}
+
+async fn restore_ime_on(
+    server: &AdbServer,
+    serial: &str,
+    p: ShellProtocol,
+    original: Option<&str>,
+) -> Result<()> {
+    match original {
+        Some(id) => set_ime_on(server, serial, p, id, false).await,
+        None => sh(server, serial, p, "ime reset").await.map(|_| ()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_counter_waits() {
+        pending_add(1);
+        assert!(!wait_for_ime_restores_blocking(Duration::from_millis(20)));
+        let t = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(30));
+            pending_add(-1);
+        });
+        assert!(wait_for_ime_restores_blocking(Duration::from_secs(5)));
+        t.join().unwrap();
+    }
+}
