@@ -412,10 +412,10 @@ async fn sim_service(
     }
     let slot = match slot {
         Some(s) => s,
-        None if shared.devices.len() == 1 && !rest.starts_with("virtual-") => {
+        // One device: the serial may be left out (`host:sim-state`, `host:sim-fault:JSON`).
+        None if shared.devices.len() == 1 && (verb != "sim-state" || rest.is_empty()) => {
             shared.devices[0].clone()
         }
-        None if shared.devices.len() == 1 && rest.is_empty() => shared.devices[0].clone(),
         None => {
             let serials: Vec<&str> = shared.devices.iter().map(|d| d.serial.as_str()).collect();
             fail(

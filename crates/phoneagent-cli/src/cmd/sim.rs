@@ -1,25 +1,143 @@
-//! `sim serve`, `sim state` (SPEC V1-V4).
+//! `phoneagent sim serve|state|fault|reset` (SPEC V1-V4): run the virtual phone over the ADB
+//! protocol and read/steer its ground truth from another process.
+
+use anyhow::Context as _;
+use phoneagent_sim::{Faults, SimConfig, SimDeviceConfig, SimServer, client};
 
 use super::Global;
 
 /// Virtual phone subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum SimCommand {
-    /// Serve a virtual phone over the ADB protocol on 127.0.0.1:PORT until stopped.
+    /// Serve virtual phones over the ADB protocol on 127.0.0.1:PORT until Ctrl-C/SIGTERM.
+    ///
+    /// Prints one line with the serial(s) and the address, e.g.
+    /// `virtual phone virtual-phone-1 listening on 127.0.0.1:15037 (adb -P 15037 devices)`.
     Serve {
-        /// Port (default 5037 is avoided; 0 picks a free one).
+        /// Port (5037, the real adb server's, is avoided by default; 0 picks a free one).
         #[arg(long, default_value_t = 15037)]
         port: u16,
+        /// Number of devices (serials virtual-phone-1 … virtual-phone-N).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+        devices: u16,
+        /// Phones without ADB Keyboard installed (only ASCII `input text` works).
+        #[arg(long)]
+        no_adb_keyboard: bool,
+        /// Starting scenario (home, shop, product, cart, checkout, payment, injection, mail,
+        /// mail_compose, settings, search, login, notice).
+        #[arg(long, default_value = "home")]
+        scenario: String,
+        /// Let `adb kill-server` (host:kill) stop the virtual phone.
+        #[arg(long)]
+        allow_kill: bool,
     },
     /// Print the ground truth of a running virtual phone as JSON.
     State {
         /// Port the virtual phone listens on.
         #[arg(long, default_value_t = 15037)]
         port: u16,
+        /// Device serial (needed when the server has several devices).
+        #[arg(long)]
+        serial: Option<String>,
+    },
+    /// Replace the injected faults of a running virtual phone (JSON, e.g. '{"black_frames":true}').
+    Fault {
+        /// Port the virtual phone listens on.
+        #[arg(long, default_value_t = 15037)]
+        port: u16,
+        /// Device serial (needed when the server has several devices).
+        #[arg(long)]
+        serial: Option<String>,
+        /// Faults as JSON; fields left out are off ('{}' clears all).
+        json: String,
+    },
+    /// Reset a running virtual phone to a scenario.
+    Reset {
+        /// Port the virtual phone listens on.
+        #[arg(long, default_value_t = 15037)]
+        port: u16,
+        /// Device serial (needed when the server has several devices).
+        #[arg(long)]
+        serial: Option<String>,
+        /// Scenario name.
+        #[arg(default_value = "home")]
+        scenario: String,
     },
 }
 
-/// Run a sim subcommand.
-pub async fn run(_g: &Global, _c: SimCommand) -> anyhow::Result<u8> {
-    anyhow::bail!("`sim` is not built yet")
+/// Run a sim subcommand; returns the exit code.
+pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
+    match c {
+        SimCommand::Serve {
+            port,
+            devices,
+            no_adb_keyboard,
+            scenario,
+            allow_kill,
+        } => {
+            let config = SimConfig {
+                devices: (1..=devices)
+                    .map(|i| SimDeviceConfig {
+                        adb_keyboard: !no_adb_keyboard,
+                        scenario: scenario.clone(),
+                        ..SimDeviceConfig::new(format!("virtual-phone-{i}"))
+                    })
+                    .collect(),
+                allow_kill,
+            };
+            let sim = SimServer::start(config, port).await?;
+            println!(
+                "virtual phone {} listening on {} (adb -P {} devices)",
+                sim.serials().join(","),
+                sim.addr(),
+                sim.port()
+            );
+            wait_for_stop(&sim).await?;
+            sim.shutdown().await;
+            Ok(0)
+        }
+        SimCommand::State { port, serial } => {
+            let gt = client::fetch_state(port, serial.as_deref()).await?;
+            println!("{}", serde_json::to_string_pretty(&gt)?);
+            Ok(0)
+        }
+        SimCommand::Fault { port, serial, json } => {
+            let faults: Faults = serde_json::from_str(&json).with_context(|| {
+                format!(
+                    "faults must be JSON like '{{\"black_frames\":true,\"rotation\":1}}' (got {json:?})"
+                )
+            })?;
+            client::set_faults(port, serial.as_deref(), &faults).await?;
+            Ok(0)
+        }
+        SimCommand::Reset {
+            port,
+            serial,
+            scenario,
+        } => {
+            client::reset(port, serial.as_deref(), &scenario).await?;
+            Ok(0)
+        }
+    }
+}
+
+async fn wait_for_stop(sim: &SimServer) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
+            _ = term.recv() => {}
+            _ = sim.stopped() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
+            _ = sim.stopped() => {}
+        }
+    }
+    Ok(())
 }

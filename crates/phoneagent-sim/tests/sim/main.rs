@@ -1,0 +1,9 @@
+//! Integration tests of the virtual phone: the ADB protocol over raw TCP, Debian's stock `adb`
+//! client, the apps' flows driven by taps at ground-truth element centres, faults, rendering.
+
+mod apps;
+mod common;
+mod faults;
+mod protocol;
+mod render;
+mod stock_adb;
