@@ -2,11 +2,13 @@
 //! coordinate mapping (M5), calibration (M4) and the safety gate (S1–S7).
 
 use phoneagent_device::Screenshot;
-use phoneagent_llm::{ChatResponse, ToolSpec};
 use phoneagent_llm::config::ActionProtocol;
 use phoneagent_llm::image::ImagePolicy;
+use phoneagent_llm::{ChatResponse, ToolSpec};
 use phoneagent_protocol::event::MappedPoint;
-use phoneagent_protocol::{AccessMode, Action, ActionKind, CoordinateSpace, ModelPoint, RiskTier, ScreenGeometry};
+use phoneagent_protocol::{
+    AccessMode, Action, ActionKind, CoordinateSpace, ModelPoint, RiskTier, ScreenGeometry,
+};
 use phoneagent_protocol::{ParseOptions, ToolOptions};
 
 use crate::config::{AgentConfig, Lang};
@@ -40,9 +42,16 @@ pub fn prepare(shot: &Screenshot, policy: &ImagePolicy) -> Result<Prepared, Stri
 }
 
 /// Parse options for the frozen space and the image actually sent.
-pub fn parse_options_for(space: CoordinateSpace, image: (u32, u32), wait_max_secs: f64, app_launcher: bool) -> ParseOptions {
+pub fn parse_options_for(
+    space: CoordinateSpace,
+    image: (u32, u32),
+    wait_max_secs: f64,
+    app_launcher: bool,
+) -> ParseOptions {
     let mut o = match space {
-        CoordinateSpace::ImagePixels | CoordinateSpace::DisplayPixels => ParseOptions::pixels(image.0, image.1),
+        CoordinateSpace::ImagePixels | CoordinateSpace::DisplayPixels => {
+            ParseOptions::pixels(image.0, image.1)
+        }
         _ => ParseOptions::relative_0_999(),
     };
     o.max_wait_secs = wait_max_secs;
@@ -65,7 +74,11 @@ pub fn tool_specs(cfg: &AgentConfig) -> Vec<ToolSpec> {
                     let f = t.get("function")?;
                     Some(ToolSpec {
                         name: f.get("name")?.as_str()?.to_string(),
-                        description: f.get("description").and_then(|d| d.as_str()).unwrap_or_default().to_string(),
+                        description: f
+                            .get("description")
+                            .and_then(|d| d.as_str())
+                            .unwrap_or_default()
+                            .to_string(),
                         parameters: f.get("parameters")?.clone(),
                     })
                 })
@@ -94,14 +107,20 @@ impl Parsed {
     /// The first rejection; an answer with no action at all is a rejection too.
     pub fn first_error(&self) -> Option<Rejection> {
         if self.actions.is_empty() {
-            return Some(Rejection { kind: "no_action".into(), message: "the answer contained no action".into() });
+            return Some(Rejection {
+                kind: "no_action".into(),
+                message: "the answer contained no action".into(),
+            });
         }
         self.actions.iter().find_map(|a| a.as_ref().err().cloned())
     }
 }
 
 fn rejection(e: &phoneagent_protocol::ParseError) -> Rejection {
-    Rejection { kind: e.kind.as_str().to_string(), message: e.retry_instruction() }
+    Rejection {
+        kind: e.kind.as_str().to_string(),
+        message: e.retry_instruction(),
+    }
 }
 
 /// Parse the actor's answer with the configured front end (A1–A5).
@@ -113,8 +132,13 @@ pub fn parse_response(
     image: (u32, u32),
     task: &str,
 ) -> Parsed {
-    let opts = parse_options_for(space.unwrap_or(CoordinateSpace::Relative0999), image, cfg.wait_max_secs, cfg.app_launcher)
-        .with_task(task);
+    let opts = parse_options_for(
+        space.unwrap_or(CoordinateSpace::Relative0999),
+        image,
+        cfg.wait_max_secs,
+        cfg.app_launcher,
+    )
+    .with_task(task);
     let mut out = Parsed::default();
     match protocol {
         ActionProtocol::Tools if !resp.tool_calls.is_empty() => {
@@ -128,7 +152,11 @@ pub fn parse_response(
         }
         _ => {
             // The `do` grammar; a tools-profile model that answered in text gets the same parser.
-            out.actions.push(phoneagent_protocol::parse_do(&resp.content, &opts).map(|a| (None, a)).map_err(|e| rejection(&e)));
+            out.actions.push(
+                phoneagent_protocol::parse_do(&resp.content, &opts)
+                    .map(|a| (None, a))
+                    .map_err(|e| rejection(&e)),
+            );
         }
     }
     out
@@ -137,22 +165,39 @@ pub fn parse_response(
 /// The points of an action in model space.
 fn model_points(a: &Action) -> Vec<ModelPoint> {
     match &a.kind {
-        ActionKind::Tap { element } | ActionKind::DoubleTap { element } | ActionKind::LongPress { element, .. } => vec![*element],
+        ActionKind::Tap { element }
+        | ActionKind::DoubleTap { element }
+        | ActionKind::LongPress { element, .. } => vec![*element],
         ActionKind::Swipe { start, end, .. } => vec![*start, *end],
         _ => vec![],
     }
 }
 
 /// Map every point of `a` through the frozen contract onto the current geometry (M5).
-pub fn map_points(a: &Action, space: CoordinateSpace, p: &Prepared, geometry: &ScreenGeometry) -> Result<Vec<MappedPoint>, String> {
-    let mapper = phoneagent_llm::mapper::CoordinateMapper::new(space, p.original, (p.sent_w, p.sent_h), *geometry)
-        .map_err(|e| e.to_string())?;
+pub fn map_points(
+    a: &Action,
+    space: CoordinateSpace,
+    p: &Prepared,
+    geometry: &ScreenGeometry,
+) -> Result<Vec<MappedPoint>, String> {
+    let mapper = phoneagent_llm::mapper::CoordinateMapper::new(
+        space,
+        p.original,
+        (p.sent_w, p.sent_h),
+        *geometry,
+    )
+    .map_err(|e| e.to_string())?;
     model_points(a)
         .into_iter()
         .map(|mp| {
             mapper
                 .map(mp, geometry)
-                .map(|m| MappedPoint { model: m.model, canonical: [m.canonical.x, m.canonical.y], runtime: m.runtime, device: m.device })
+                .map(|m| MappedPoint {
+                    model: m.model,
+                    canonical: [m.canonical.x, m.canonical.y],
+                    runtime: m.runtime,
+                    device: m.device,
+                })
                 .map_err(|e| e.to_string())
         })
         .collect()
@@ -226,7 +271,10 @@ fn target_summary(input: &phoneagent_safety::GateInput) -> String {
         .filter(|t| !t.trim().is_empty())
         .or(input.text.as_deref())
         .unwrap_or("");
-    phoneagent_safety::redact_text(raw).chars().take(REVIEW_SUMMARY_CHARS).collect()
+    phoneagent_safety::redact_text(raw)
+        .chars()
+        .take(REVIEW_SUMMARY_CHARS)
+        .collect()
 }
 
 /// Classify and decide (S1–S6). Pure and synchronous.
@@ -234,7 +282,11 @@ pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVe
     use phoneagent_safety::Decision as D;
     let input = phoneagent_safety::GateInput::from_action(action, Some(task));
     let cls = phoneagent_safety::classify(&input);
-    let reasons: Vec<String> = cls.reasons.iter().map(|r| r.code.as_str().to_string()).collect();
+    let reasons: Vec<String> = cls
+        .reasons
+        .iter()
+        .map(|r| r.code.as_str().to_string())
+        .collect();
     let d = phoneagent_safety::decide(mode, &input, &cls);
     let tier = d.tier;
     let l = safety_lang(lang);
@@ -246,9 +298,21 @@ pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVe
             notice: phoneagent_safety::console_notice(&receipt, l),
             receipt: receipt.render(l),
         },
-        D::Review => GateVerdict::Review { tier, reasons, summary: target_summary(&input) },
-        D::NeedsApproval { .. } => GateVerdict::NeedsApproval { tier, reasons, target: target_summary(&input) },
-        D::BlockedByTaskBoundary { receipt } => GateVerdict::Blocked { tier, reasons, message: receipt.render(l) },
+        D::Review => GateVerdict::Review {
+            tier,
+            reasons,
+            summary: target_summary(&input),
+        },
+        D::NeedsApproval { .. } => GateVerdict::NeedsApproval {
+            tier,
+            reasons,
+            target: target_summary(&input),
+        },
+        D::BlockedByTaskBoundary { receipt } => GateVerdict::Blocked {
+            tier,
+            reasons,
+            message: receipt.render(l),
+        },
     }
 }
 
@@ -272,7 +336,9 @@ pub fn receipt(action: &Action, task: &str, lang: Lang, which: ReceiptFor<'_>) -
             phoneagent_safety::WarningReceipt::from_classification(&input, &cls)
         }
         ReceiptFor::ReviewerIrreversible => phoneagent_safety::WarningReceipt::reviewer(&input),
-        ReceiptFor::ReviewerFailClosed(code) => phoneagent_safety::WarningReceipt::reviewer_fail_closed(&input, code),
+        ReceiptFor::ReviewerFailClosed(code) => {
+            phoneagent_safety::WarningReceipt::reviewer_fail_closed(&input, code)
+        }
     };
     r.render(safety_lang(lang))
 }

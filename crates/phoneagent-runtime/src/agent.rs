@@ -15,11 +15,11 @@ use phoneagent_llm::config::{ActionProtocol, ModelFallback, Profile, ResolvedMod
 use phoneagent_llm::ledger::{Budgets, CallKind, TokenLedger};
 use phoneagent_llm::{ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmError, ModelClient};
 use phoneagent_protocol::event::{
-    DecidedBy, GateOutcome, HumanRequestKind, HumanResponse, MappedPoint, RecoveryOutcome, TrajectoryPolicy,
-    VerificationFacts,
+    DecidedBy, GateOutcome, HumanRequestKind, HumanResponse, MappedPoint, RecoveryOutcome,
+    TrajectoryPolicy, VerificationFacts,
 };
 use phoneagent_protocol::{
-    AccessMode, Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode, EventEnvelope, Phase,
+    Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode, EventEnvelope, Phase,
     RiskTier, RunStatus, ScreenGeometry, TaskItem,
 };
 use tokio::sync::broadcast;
@@ -32,8 +32,8 @@ use crate::events::{EventBus, RunMeta, RunRecorder};
 use crate::guards::TaskGuards;
 use crate::memory::{Memory, Turn, estimate_tokens, sanitize_text, summarize_action};
 use crate::pixels::{Rect, changed_fraction};
-use phoneagent_review::{FinishVerifier, ReversibilityReviewer, ReviewVerdict, VerifierVerdict};
 use crate::{RuntimeError, now_ms};
+use phoneagent_review::{FinishVerifier, ReversibilityReviewer, ReviewVerdict, VerifierVerdict};
 
 /// A model endpoint bound to a role: the client and the profile it was built from (protocol,
 /// coordinate space, image sizing, prices). Never holds the key outside the client.
@@ -126,7 +126,12 @@ impl Agent {
             parts,
             config,
             tx,
-            state: Arc::new(Mutex::new(AgentState { phase: Phase::Idle, run_id: None, step: 0, screen_seq: 0 })),
+            state: Arc::new(Mutex::new(AgentState {
+                phase: Phase::Idle,
+                run_id: None,
+                step: 0,
+                screen_seq: 0,
+            })),
             busy: AtomicBool::new(false),
         }
     }
@@ -150,7 +155,11 @@ impl Agent {
     ///
     /// Errors only for setup problems before the run starts (busy, recorder); everything that
     /// happens during the run ends in a [`RunOutcome`] with its status and code.
-    pub async fn run(&self, task: &str, cancel: CancellationToken) -> Result<RunOutcome, RuntimeError> {
+    pub async fn run(
+        &self,
+        task: &str,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, RuntimeError> {
         if self.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }
@@ -159,7 +168,11 @@ impl Agent {
         result
     }
 
-    async fn run_inner(&self, task: &str, cancel: CancellationToken) -> Result<RunOutcome, RuntimeError> {
+    async fn run_inner(
+        &self,
+        task: &str,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, RuntimeError> {
         let run_id = uuid::Uuid::new_v4().to_string();
         let meta = RunMeta {
             run_id: run_id.clone(),
@@ -170,17 +183,28 @@ impl Agent {
             mode: self.config.mode.as_str().to_string(),
             started_ms: now_ms(),
         };
-        self.parts.recorder.begin_run(&meta).map_err(RuntimeError::Store)?;
+        self.parts
+            .recorder
+            .begin_run(&meta)
+            .map_err(RuntimeError::Store)?;
         let bus = EventBus::new(run_id.clone(), self.parts.recorder.clone(), self.tx.clone());
         {
             let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            *s = AgentState { phase: Phase::Idle, run_id: Some(run_id.clone()), step: 0, screen_seq: 0 };
+            *s = AgentState {
+                phase: Phase::Idle,
+                run_id: Some(run_id.clone()),
+                step: 0,
+                screen_seq: 0,
+            };
         }
         let mut run = Run::new(self, task, bus, cancel);
         let outcome = run.execute().await;
         // The IME is restored on every exit path (D4): success, error, cancel.
         if let Err(e) = self.parts.device.restore_ime().await {
-            run.bus.emit(AgentEvent::Warning { code: "ime_restore_failed".into(), message: e.to_string() });
+            run.bus.emit(AgentEvent::Warning {
+                code: "ime_restore_failed".into(),
+                message: e.to_string(),
+            });
         }
         let summary = serde_json::json!({
             "steps": outcome.steps,
@@ -211,7 +235,6 @@ impl Agent {
 #[derive(Clone)]
 struct Obs {
     shot: Screenshot,
-    hash: String,
     seq: u64,
     geometry: ScreenGeometry,
 }
@@ -277,7 +300,10 @@ impl<'a> Run<'a> {
             guards: TaskGuards::from_task(task),
             contract: None,
             screen_seq: 0,
-            ledger: TokenLedger::new(Budgets { run_tokens: agent.config.token_budget, input_tokens: agent.config.input_token_budget }),
+            ledger: TokenLedger::new(Budgets {
+                run_tokens: agent.config.token_budget,
+                input_tokens: agent.config.input_token_budget,
+            }),
             hard_failures: 0,
             soft_replans: 0,
             review: None,
@@ -360,7 +386,14 @@ impl<'a> Run<'a> {
             policy: TrajectoryPolicy::pure_vision(cfg.app_launcher),
             demo: cfg.demo,
         });
-        for route in [Some(&parts.actor), parts.verifier.as_ref(), parts.safety_reviewer.as_ref()].into_iter().flatten() {
+        for route in [
+            Some(&parts.actor),
+            parts.verifier.as_ref(),
+            parts.safety_reviewer.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             if let Some(fb) = &route.fallback {
                 self.bus.emit(AgentEvent::ModelFallback {
                     role: fb.role.as_str().into(),
@@ -371,12 +404,18 @@ impl<'a> Run<'a> {
             }
         }
         for g in self.guards.active() {
-            self.bus.emit(AgentEvent::GuardActive { guard: g.to_string() });
+            self.bus.emit(AgentEvent::GuardActive {
+                guard: g.to_string(),
+            });
         }
         let flow = self.main_loop().await;
         let (status, code, message) = match flow {
             Flow::End(s, c, m) => (s, c, m),
-            Flow::Continue => (RunStatus::Failed, "internal".to_string(), "loop ended unexpectedly".to_string()),
+            Flow::Continue => (
+                RunStatus::Failed,
+                "internal".to_string(),
+                "loop ended unexpectedly".to_string(),
+            ),
         };
         let phase = match status {
             RunStatus::Succeeded => Phase::Succeeded,
@@ -401,20 +440,30 @@ impl<'a> Run<'a> {
             return Some(self.cancelled_flow());
         }
         if let Some(e) = self.bus.take_write_error() {
-            return Some(Self::end(RunStatus::Failed, "store", format!("could not record the run: {e}")));
+            return Some(Self::end(
+                RunStatus::Failed,
+                "store",
+                format!("could not record the run: {e}"),
+            ));
         }
         if self.step >= self.cfg().max_steps {
             return Some(Self::end(
                 RunStatus::Failed,
                 "max_steps",
-                format!("stopped after the maximum of {} steps without an accepted finish", self.cfg().max_steps),
+                format!(
+                    "stopped after the maximum of {} steps without an accepted finish",
+                    self.cfg().max_steps
+                ),
             ));
         }
         if self.started.elapsed() >= self.cfg().max_duration {
             return Some(Self::end(
                 RunStatus::Failed,
                 "max_duration",
-                format!("stopped after the maximum run time of {} s", self.cfg().max_duration.as_secs()),
+                format!(
+                    "stopped after the maximum run time of {} s",
+                    self.cfg().max_duration.as_secs()
+                ),
             ));
         }
         None
@@ -432,7 +481,9 @@ impl<'a> Run<'a> {
             let extra_confirmation = if self.budget_exhausted() {
                 // F3: one real confirmation turn bound to a valid review package, at most once.
                 let valid = self.review.as_ref().is_some_and(|r| {
-                    r.screen_seq == self.screen_seq && r.goal == self.task && board_closed(&r.board)
+                    r.screen_seq == self.screen_seq
+                        && r.goal == self.task
+                        && board_closed(&r.board)
                         && r.board == self.memory.task_board
                 });
                 if valid && !self.extra_turn_used && self.verifier_rejections == 0 {
@@ -486,7 +537,9 @@ impl<'a> Run<'a> {
                     // Never plan on a black frame: ask the human (no tap is sent).
                     self.bus.emit(AgentEvent::Warning {
                         code: ErrorCode::ScreenshotBlocked.as_str().into(),
-                        message: "the screenshot is all black (a protected window?); asking a human".into(),
+                        message:
+                            "the screenshot is all black (a protected window?); asking a human"
+                                .into(),
                     });
                     let resp = self
                         .ask_human(
@@ -530,7 +583,11 @@ impl<'a> Run<'a> {
         let shot = self.device().screenshot(&self.cancel).await?;
         let geometry = self.device().geometry(&self.cancel).await?;
         // The screenshot actually taken is the truth for the size (D2).
-        let geometry = ScreenGeometry { width_px: shot.image.width(), height_px: shot.image.height(), ..geometry };
+        let geometry = ScreenGeometry {
+            width_px: shot.image.width(),
+            height_px: shot.image.height(),
+            ..geometry
+        };
         let hash = self
             .bus
             .recorder()
@@ -540,13 +597,16 @@ impl<'a> Run<'a> {
                 crate::sha256_hex(&shot.png)
             });
         // The screen sequence number counts distinct screens: it moves only when the frame changed.
-        let changed = self.last_frame.as_ref().is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002);
+        let changed = self
+            .last_frame
+            .as_ref()
+            .is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002);
         if changed {
             self.screen_seq += 1;
         }
         self.last_frame = Some(shot.image.clone());
         self.bus.emit(AgentEvent::Observation {
-            screenshot: hash.clone(),
+            screenshot: hash,
             width: shot.image.width(),
             height: shot.image.height(),
             blocked: shot.blocked,
@@ -554,7 +614,11 @@ impl<'a> Run<'a> {
             capture_ms: shot.capture_ms,
             purpose: purpose.to_string(),
         });
-        let obs = Obs { shot, hash, seq: self.screen_seq, geometry };
+        let obs = Obs {
+            shot,
+            seq: self.screen_seq,
+            geometry,
+        };
         if purpose == "plan" || purpose == "verify" {
             self.tail.push(obs.clone());
             if self.tail.len() > 3 {
@@ -572,7 +636,10 @@ impl<'a> Run<'a> {
         if e.is_device_lost() {
             let serial = self.device().serial().to_string();
             self.set_phase(Phase::DeviceLost);
-            self.bus.emit(AgentEvent::DeviceLost { serial: serial.clone(), detail: e.to_string() });
+            self.bus.emit(AgentEvent::DeviceLost {
+                serial: serial.clone(),
+                detail: e.to_string(),
+            });
             let t0 = Instant::now();
             let deadline = t0 + self.cfg().device_wait;
             loop {
@@ -599,9 +666,18 @@ impl<'a> Run<'a> {
                     }
                 }
             }
-            self.bus.emit(AgentEvent::DeviceRestored { serial, waited_ms: t0.elapsed().as_millis() as u64 });
+            self.bus.emit(AgentEvent::DeviceRestored {
+                serial,
+                waited_ms: t0.elapsed().as_millis() as u64,
+            });
             // Never replay the interrupted action blindly: re-observe and re-plan.
-            self.recover(RecoveryOutcome::Reobserve, ErrorCode::DeviceLost, action_type, "device came back; re-observing", false);
+            self.recover(
+                RecoveryOutcome::Reobserve,
+                ErrorCode::DeviceLost,
+                action_type,
+                "device came back; re-observing",
+                false,
+            );
             self.feedback.push(
                 "The phone was disconnected during the last action; it is back. The last action may or may not have \
                  happened: look at the new screenshot before acting."
@@ -610,23 +686,63 @@ impl<'a> Run<'a> {
             return Flow::Continue;
         }
         let code = e.code();
-        if matches!(code, ErrorCode::InjectEventsDenied | ErrorCode::DeviceUnauthorized | ErrorCode::AdbServerUnreachable) {
-            self.recover(RecoveryOutcome::Abort, code, action_type, &e.to_string(), true);
+        if matches!(
+            code,
+            ErrorCode::InjectEventsDenied
+                | ErrorCode::DeviceUnauthorized
+                | ErrorCode::AdbServerUnreachable
+        ) {
+            self.recover(
+                RecoveryOutcome::Abort,
+                code,
+                action_type,
+                &e.to_string(),
+                true,
+            );
             return Self::end(RunStatus::Failed, code.as_str(), e.to_string());
         }
         self.hard_failures += 1;
         if self.hard_failures > self.cfg().max_hard_failures {
-            self.recover(RecoveryOutcome::Abort, code, action_type, &e.to_string(), true);
-            return Self::end(RunStatus::Failed, code.as_str(), format!("too many device failures; last: {e}"));
+            self.recover(
+                RecoveryOutcome::Abort,
+                code,
+                action_type,
+                &e.to_string(),
+                true,
+            );
+            return Self::end(
+                RunStatus::Failed,
+                code.as_str(),
+                format!("too many device failures; last: {e}"),
+            );
         }
-        self.recover(RecoveryOutcome::Replan, code, action_type, &e.to_string(), true);
-        self.feedback.push(format!("The last command failed on the device: {e}."));
+        self.recover(
+            RecoveryOutcome::Replan,
+            code,
+            action_type,
+            &e.to_string(),
+            true,
+        );
+        self.feedback
+            .push(format!("The last command failed on the device: {e}."));
         Flow::Continue
     }
 
-    fn recover(&mut self, outcome: RecoveryOutcome, code: ErrorCode, action_type: Option<&str>, detail: &str, hard: bool) {
+    fn recover(
+        &mut self,
+        outcome: RecoveryOutcome,
+        code: ErrorCode,
+        action_type: Option<&str>,
+        detail: &str,
+        hard: bool,
+    ) {
         self.set_phase(Phase::Recovering);
-        if !hard && matches!(outcome, RecoveryOutcome::Replan | RecoveryOutcome::Reobserve) {
+        if !hard
+            && matches!(
+                outcome,
+                RecoveryOutcome::Replan | RecoveryOutcome::Reobserve
+            )
+        {
             self.soft_replans += 1;
         }
         self.bus.emit(AgentEvent::Recovery {
@@ -647,7 +763,10 @@ impl<'a> Run<'a> {
                 method: "explicit".into(),
                 space: Some(space),
                 probes: vec![],
-                detail: format!("coordinate space {space} set by the profile {}", actor.profile_name),
+                detail: format!(
+                    "coordinate space {space} set by the profile {}",
+                    actor.profile_name
+                ),
             });
             return Ok(space);
         }
@@ -690,28 +809,75 @@ impl<'a> Run<'a> {
                 self.bus.emit(report.to_event());
                 match report.space {
                     Some(s) => Ok(s),
-                    None => Err(Self::end(RunStatus::Failed, ErrorCode::CalibrationFailed.as_str(), report.detail)),
+                    None => Err(Self::end(
+                        RunStatus::Failed,
+                        ErrorCode::CalibrationFailed.as_str(),
+                        report.detail,
+                    )),
                 }
             }
-            Err(e) if e.code() == ErrorCode::Cancelled || self.cancel.is_cancelled() => Err(self.cancelled_flow()),
+            Err(e) if e.code() == ErrorCode::Cancelled || self.cancel.is_cancelled() => {
+                Err(self.cancelled_flow())
+            }
             Err(e) => {
                 let detail = format!("coordinate calibration failed: {e}");
-                self.bus.emit(AgentEvent::CoordinateCalibration { method: "rejected".into(), space: None, probes: vec![], detail: detail.clone() });
-                Err(Self::end(RunStatus::Failed, ErrorCode::CalibrationFailed.as_str(), detail))
+                self.bus.emit(AgentEvent::CoordinateCalibration {
+                    method: "rejected".into(),
+                    space: None,
+                    probes: vec![],
+                    detail: detail.clone(),
+                });
+                Err(Self::end(
+                    RunStatus::Failed,
+                    ErrorCode::CalibrationFailed.as_str(),
+                    detail,
+                ))
             }
         }
     }
 
     /// Record a model call in the ledger and the event stream (M3).
-    fn account(&mut self, role: Role, kind: CallKind, route: &ModelRoute, resp: Result<&ChatResponse, (&LlmError, Duration)>) {
+    fn account(
+        &mut self,
+        role: Role,
+        kind: CallKind,
+        route: &ModelRoute,
+        resp: Result<&ChatResponse, (&LlmError, Duration)>,
+    ) {
         let (prompt, completion, cost, latency, content, reasoning, error) = match resp {
             Ok(r) => {
-                let rec = self.ledger.record(role, kind, Some(self.step), route.profile.price.as_ref(), r, &route.profile.model);
-                (rec.prompt_tokens, rec.completion_tokens, rec.cost_usd.unwrap_or(0.0), rec.latency_ms, r.content.clone(), r.reasoning.clone(), None)
+                let rec = self.ledger.record(
+                    role,
+                    kind,
+                    Some(self.step),
+                    route.profile.price.as_ref(),
+                    r,
+                    &route.profile.model,
+                );
+                (
+                    rec.prompt_tokens,
+                    rec.completion_tokens,
+                    rec.cost_usd.unwrap_or(0.0),
+                    rec.latency_ms,
+                    r.content.clone(),
+                    r.reasoning.clone(),
+                    None,
+                )
             }
-            Err((e, d)) => (0, 0, 0.0, d.as_millis() as u64, e.to_string(), None, Some(e.code())),
+            Err((e, d)) => (
+                0,
+                0,
+                0.0,
+                d.as_millis() as u64,
+                e.to_string(),
+                None,
+                Some(e.code()),
+            ),
         };
-        let kind_name = serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let kind_name = serde_json::to_value(kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         self.bus.emit(AgentEvent::ModelCall {
             role: role.as_str().into(),
             call_kind: kind_name,
@@ -728,7 +894,12 @@ impl<'a> Run<'a> {
     }
 
     /// Build the planning request (the one place actor contexts are built; P1, R6).
-    fn build_request(&mut self, prepared: &Prepared, extra_confirmation: bool, retry_feedback: Option<&str>) -> ChatRequest {
+    fn build_request(
+        &mut self,
+        prepared: &Prepared,
+        extra_confirmation: bool,
+        retry_feedback: Option<&str>,
+    ) -> ChatRequest {
         let cfg = self.cfg().clone();
         let space = self.contract.unwrap_or(CoordinateSpace::Relative0999);
         let system = crate::prompt::system_prompt(&crate::prompt::PromptInput {
@@ -752,7 +923,11 @@ impl<'a> Run<'a> {
         if !self.memory.task_board.is_empty() {
             current.push_str("Your task board:\n");
             for it in &self.memory.task_board {
-                current.push_str(&format!("- [{}] {}\n", if it.done { "x" } else { " " }, it.text));
+                current.push_str(&format!(
+                    "- [{}] {}\n",
+                    if it.done { "x" } else { " " },
+                    it.text
+                ));
             }
         }
         if !self.memory.human_answers.is_empty() {
@@ -762,7 +937,10 @@ impl<'a> Run<'a> {
             }
         }
         for f in self.feedback.iter() {
-            current.push_str(&format!("Result of your last action: {}\n", sanitize_text(f)));
+            current.push_str(&format!(
+                "Result of your last action: {}\n",
+                sanitize_text(f)
+            ));
         }
         if let Some(r) = retry_feedback {
             current.push_str(&format!(
@@ -780,24 +958,40 @@ impl<'a> Run<'a> {
             self.screen_seq, prepared.sent_w, prepared.sent_h
         ));
         let mut messages = vec![ChatMessage::system(system)];
-        let history_budget = cfg.input_token_budget.map(|b| b.saturating_sub(prepared.est_tokens + estimate_tokens(&current) + 1500));
+        let history_budget = cfg
+            .input_token_budget
+            .map(|b| b.saturating_sub(prepared.est_tokens + estimate_tokens(&current) + 1500));
         // Drop the oldest whole turns only when the input-token budget requires it (R6).
         loop {
             let hist = crate::prompt::history_messages(self.memory.turns());
             let tokens: u64 = hist.iter().map(|m| estimate_tokens(&m.1)).sum();
             if history_budget.is_none_or(|b| tokens <= b) || !self.memory.drop_oldest() {
                 for (role, text) in hist {
-                    messages.push(if role == "assistant" { ChatMessage::assistant(text, vec![]) } else { ChatMessage::user(text) });
+                    messages.push(if role == "assistant" {
+                        ChatMessage::assistant(text, vec![])
+                    } else {
+                        ChatMessage::user(text)
+                    });
                 }
                 break;
             }
         }
-        messages.push(ChatMessage::user_parts(vec![ContentPart::text(current), ContentPart::image(prepared.data_url.clone())]));
+        messages.push(ChatMessage::user_parts(vec![
+            ContentPart::text(current),
+            ContentPart::image(prepared.data_url.clone()),
+        ]));
         let tools = match self.protocol() {
             ActionProtocol::Tools => adapters::tool_specs(&cfg),
             ActionProtocol::Do => Vec::new(),
         };
-        ChatRequest { messages, tools, tool_choice: None, temperature: Some(0.0), max_tokens: Some(2048), stream: None }
+        ChatRequest {
+            messages,
+            tools,
+            tool_choice: None,
+            temperature: Some(0.0),
+            max_tokens: Some(2048),
+            stream: None,
+        }
     }
 
     async fn call_actor(&mut self, req: ChatRequest, kind: CallKind) -> Result<ChatResponse, Flow> {
@@ -820,7 +1014,9 @@ impl<'a> Run<'a> {
                     return Err(self.cancelled_flow());
                 }
                 self.hard_failures += 1;
-                if self.hard_failures > self.cfg().max_hard_failures || code == ErrorCode::ModelConfig {
+                if self.hard_failures > self.cfg().max_hard_failures
+                    || code == ErrorCode::ModelConfig
+                {
                     self.recover(RecoveryOutcome::Abort, code, None, &e.to_string(), true);
                     return Err(Self::end(RunStatus::Failed, code.as_str(), e.to_string()));
                 }
@@ -833,7 +1029,13 @@ impl<'a> Run<'a> {
     async fn plan_and_act(&mut self, obs: Obs, extra_confirmation: bool) -> Flow {
         let prepared = match adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image) {
             Ok(p) => p,
-            Err(e) => return Self::end(RunStatus::Failed, "internal", format!("could not encode the screenshot: {e}")),
+            Err(e) => {
+                return Self::end(
+                    RunStatus::Failed,
+                    "internal",
+                    format!("could not encode the screenshot: {e}"),
+                );
+            }
         };
         let req = self.build_request(&prepared, extra_confirmation, None);
         self.feedback.clear();
@@ -841,19 +1043,47 @@ impl<'a> Run<'a> {
             Ok(r) => r,
             Err(f) => return f,
         };
-        let mut parsed = adapters::parse_response(&resp, self.protocol(), self.cfg(), self.contract, (prepared.sent_w, prepared.sent_h), &self.task);
+        let mut parsed = adapters::parse_response(
+            &resp,
+            self.protocol(),
+            self.cfg(),
+            self.contract,
+            (prepared.sent_w, prepared.sent_h),
+            &self.task,
+        );
         // A4: one bounded same-step protocol retry; the device is not touched until a valid action arrives.
         if let Some(err) = parsed.first_error() {
-            self.bus.emit(AgentEvent::ProtocolRejected { attempt: 1, error_kind: err.kind.clone(), message: err.message.clone() });
+            self.bus.emit(AgentEvent::ProtocolRejected {
+                attempt: 1,
+                error_kind: err.kind.clone(),
+                message: err.message.clone(),
+            });
             let req = self.build_request(&prepared, extra_confirmation, Some(&err.message));
             let resp = match self.call_actor(req, CallKind::ProtocolRetry).await {
                 Ok(r) => r,
                 Err(f) => return f,
             };
-            parsed = adapters::parse_response(&resp, self.protocol(), self.cfg(), self.contract, (prepared.sent_w, prepared.sent_h), &self.task);
+            parsed = adapters::parse_response(
+                &resp,
+                self.protocol(),
+                self.cfg(),
+                self.contract,
+                (prepared.sent_w, prepared.sent_h),
+                &self.task,
+            );
             if let Some(err) = parsed.first_error() {
-                self.bus.emit(AgentEvent::ProtocolRejected { attempt: 2, error_kind: err.kind.clone(), message: err.message.clone() });
-                self.recover(RecoveryOutcome::Replan, ErrorCode::ProtocolError, None, &err.message, false);
+                self.bus.emit(AgentEvent::ProtocolRejected {
+                    attempt: 2,
+                    error_kind: err.kind.clone(),
+                    message: err.message.clone(),
+                });
+                self.recover(
+                    RecoveryOutcome::Replan,
+                    ErrorCode::ProtocolError,
+                    None,
+                    &err.message,
+                    false,
+                );
                 self.memory.push(Turn {
                     step: self.step,
                     action: "(invalid answer)".into(),
@@ -864,7 +1094,11 @@ impl<'a> Run<'a> {
                     rejected_count: 1,
                 });
                 if self.soft_replans > self.cfg().max_soft_replans {
-                    return Self::end(RunStatus::Failed, ErrorCode::ProtocolError.as_str(), "the model keeps answering invalid actions");
+                    return Self::end(
+                        RunStatus::Failed,
+                        ErrorCode::ProtocolError.as_str(),
+                        "the model keeps answering invalid actions",
+                    );
                 }
                 return Flow::Continue;
             }
@@ -885,7 +1119,9 @@ impl<'a> Run<'a> {
                 });
                 continue;
             }
-            if extra_confirmation && !matches!(action.kind, ActionKind::Finish { confirm: true, .. }) {
+            if extra_confirmation
+                && !matches!(action.kind, ActionKind::Finish { confirm: true, .. })
+            {
                 self.bus.emit(AgentEvent::ToolResult {
                     tool,
                     status: "error".into(),
@@ -903,7 +1139,11 @@ impl<'a> Run<'a> {
     }
 
     fn reject_turn(&mut self, action: &Action, result: String) {
-        self.bus.emit(AgentEvent::ToolResult { tool: action.kind.name().into(), status: "error".into(), text: result.clone() });
+        self.bus.emit(AgentEvent::ToolResult {
+            tool: action.kind.name().into(),
+            status: "error".into(),
+            text: result.clone(),
+        });
         self.feedback.push(result.clone());
         self.memory.push(Turn {
             step: self.step,
@@ -917,7 +1157,11 @@ impl<'a> Run<'a> {
     }
 
     fn ok_turn(&mut self, action: &Action, result: String) {
-        self.bus.emit(AgentEvent::ToolResult { tool: action.kind.name().into(), status: "ok".into(), text: result.clone() });
+        self.bus.emit(AgentEvent::ToolResult {
+            tool: action.kind.name().into(),
+            status: "ok".into(),
+            text: result.clone(),
+        });
         self.feedback.push(result.clone());
         self.memory.push(Turn {
             step: self.step,
@@ -932,28 +1176,59 @@ impl<'a> Run<'a> {
 
     async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
         // Map coordinates (M5): never clamp.
-        let points = match adapters::map_points(&action, self.contract.unwrap_or(CoordinateSpace::Relative0999), prepared, &obs.geometry) {
+        let points = match adapters::map_points(
+            &action,
+            self.contract.unwrap_or(CoordinateSpace::Relative0999),
+            prepared,
+            &obs.geometry,
+        ) {
             Ok(p) => p,
             Err(msg) => {
-                self.bus.emit(AgentEvent::ProtocolRejected { attempt: 1, error_kind: "coordinate_out_of_range".into(), message: msg.clone() });
-                self.recover(RecoveryOutcome::Replan, ErrorCode::CoordinateOutOfRange, Some(action.kind.name()), &msg, false);
+                self.bus.emit(AgentEvent::ProtocolRejected {
+                    attempt: 1,
+                    error_kind: "coordinate_out_of_range".into(),
+                    message: msg.clone(),
+                });
+                self.recover(
+                    RecoveryOutcome::Replan,
+                    ErrorCode::CoordinateOutOfRange,
+                    Some(action.kind.name()),
+                    &msg,
+                    false,
+                );
                 self.reject_turn(&action, format!("Not executed: {msg}"));
                 return Flow::Continue;
             }
         };
-        self.bus.emit(AgentEvent::ActionProposed { action: action.clone(), points: points.clone() });
+        self.bus.emit(AgentEvent::ActionProposed {
+            action: action.clone(),
+            points: points.clone(),
+        });
         match &action.kind {
-            ActionKind::Note { message, task_board } => {
+            ActionKind::Note {
+                message,
+                task_board,
+            } => {
                 self.memory.notes.push(message.clone());
                 if let Some(b) = task_board {
                     self.memory.task_board = b.clone();
                 }
-                self.bus.emit(AgentEvent::Note { message: message.clone(), task_board: self.memory.task_board.clone() });
+                self.bus.emit(AgentEvent::Note {
+                    message: message.clone(),
+                    task_board: self.memory.task_board.clone(),
+                });
                 self.ok_turn(&action, "noted".into());
                 return Flow::Continue;
             }
             ActionKind::AskUser { question } => {
-                let resp = self.ask_human(HumanRequestKind::AskUser { question: question.clone() }, String::new()).await;
+                let resp = self
+                    .ask_human(
+                        HumanRequestKind::AskUser {
+                            question: question.clone(),
+                        },
+                        String::new(),
+                    )
+                    .await;
                 if self.cancel.is_cancelled() {
                     return self.cancelled_flow();
                 }
@@ -962,23 +1237,40 @@ impl<'a> Run<'a> {
                     HumanResponse::Reject { note } => note.unwrap_or_else(|| "(no answer)".into()),
                     other => format!("{other:?}"),
                 };
-                self.memory.human_answers.push(format!("Q: {question} A: {text}"));
+                self.memory
+                    .human_answers
+                    .push(format!("Q: {question} A: {text}"));
                 self.ok_turn(&action, format!("The user answered: {text}"));
                 return Flow::Continue;
             }
             ActionKind::TakeOver { message } => {
-                let resp = self.ask_human(HumanRequestKind::TakeOver { message: message.clone() }, String::new()).await;
+                let resp = self
+                    .ask_human(
+                        HumanRequestKind::TakeOver {
+                            message: message.clone(),
+                        },
+                        String::new(),
+                    )
+                    .await;
                 if self.cancel.is_cancelled() {
                     return self.cancelled_flow();
                 }
                 return match resp {
-                    HumanResponse::Approve => Self::end(RunStatus::TakenOver, "take_over_accepted", format!("handed to a human: {message}")),
+                    HumanResponse::Approve => Self::end(
+                        RunStatus::TakenOver,
+                        "take_over_accepted",
+                        format!("handed to a human: {message}"),
+                    ),
                     HumanResponse::HandBack => {
                         self.ok_turn(&action, "The human operated the phone and handed it back. Look at the new screenshot.".into());
                         Flow::Continue
                     }
                     _ => {
-                        self.reject_turn(&action, "take_over was rejected by the user: continue the task yourself.".into());
+                        self.reject_turn(
+                            &action,
+                            "take_over was rejected by the user: continue the task yourself."
+                                .into(),
+                        );
                         Flow::Continue
                     }
                 };
@@ -1011,61 +1303,154 @@ impl<'a> Run<'a> {
             let verdict = adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang);
             match verdict {
                 GateVerdict::Allow { tier, reasons } => {
-                    self.emit_gate(&action, tier, reasons, GateOutcome::Allow, DecidedBy::Rule, t0, None);
+                    self.emit_gate(
+                        &action,
+                        tier,
+                        reasons,
+                        GateOutcome::Allow,
+                        DecidedBy::Rule,
+                        t0,
+                        None,
+                    );
                 }
-                GateVerdict::Warn { tier, reasons, receipt, notice } => {
+                GateVerdict::Warn {
+                    tier,
+                    reasons,
+                    receipt,
+                    notice,
+                } => {
                     tracing::warn!("{notice}");
-                    self.emit_gate(&action, tier, reasons, GateOutcome::Warned, DecidedBy::Rule, t0, Some(receipt.clone()));
+                    self.emit_gate(
+                        &action,
+                        tier,
+                        reasons,
+                        GateOutcome::Warned,
+                        DecidedBy::Rule,
+                        t0,
+                        Some(receipt.clone()),
+                    );
                     self.reject_turn(&action, receipt);
                     return Flow::Continue;
                 }
-                GateVerdict::Blocked { tier, reasons, message } => {
-                    self.emit_gate(&action, tier, reasons, GateOutcome::BlockedByTaskBoundary, DecidedBy::Rule, t0, Some(message.clone()));
+                GateVerdict::Blocked {
+                    tier,
+                    reasons,
+                    message,
+                } => {
+                    self.emit_gate(
+                        &action,
+                        tier,
+                        reasons,
+                        GateOutcome::BlockedByTaskBoundary,
+                        DecidedBy::Rule,
+                        t0,
+                        Some(message.clone()),
+                    );
                     self.reject_turn(&action, message);
                     return Flow::Continue;
                 }
-                GateVerdict::Review { tier, reasons, summary } => {
-                    match self.reversibility_review(&action, &summary).await {
-                        ReviewVerdict::Reversible => {
-                            self.emit_gate(&action, tier, reasons, GateOutcome::Allow, DecidedBy::Reviewer, t0, None);
-                        }
-                        verdict => {
-                            let code = match verdict {
-                                ReviewVerdict::Unavailable => "reviewer_unavailable_failclosed",
-                                ReviewVerdict::Error(_) => "reviewer_error_failclosed",
-                                _ => "reviewer_irreversible",
-                            };
-                            let which = if code == "reviewer_irreversible" {
-                                adapters::ReceiptFor::ReviewerIrreversible
-                            } else {
-                                adapters::ReceiptFor::ReviewerFailClosed(code)
-                            };
-                            let mut reasons = reasons;
-                            reasons.push(code.into());
-                            let receipt = adapters::receipt(&action, &self.task, self.cfg().lang, which);
-                            self.emit_gate(&action, tier, reasons, GateOutcome::Warned, DecidedBy::Reviewer, t0, Some(receipt.clone()));
-                            self.reject_turn(&action, receipt);
-                            return Flow::Continue;
-                        }
+                GateVerdict::Review {
+                    tier,
+                    reasons,
+                    summary,
+                } => match self.reversibility_review(&action, &summary).await {
+                    ReviewVerdict::Reversible => {
+                        self.emit_gate(
+                            &action,
+                            tier,
+                            reasons,
+                            GateOutcome::Allow,
+                            DecidedBy::Reviewer,
+                            t0,
+                            None,
+                        );
                     }
-                }
-                GateVerdict::NeedsApproval { tier, reasons, target } => {
-                    self.emit_gate(&action, tier, reasons.clone(), GateOutcome::NeedsApproval, DecidedBy::Rule, t0, None);
-                    let detail = adapters::receipt(&action, &self.task, self.cfg().lang, adapters::ReceiptFor::Gate);
+                    verdict => {
+                        let code = match verdict {
+                            ReviewVerdict::Unavailable => "reviewer_unavailable_failclosed",
+                            ReviewVerdict::Error(_) => "reviewer_error_failclosed",
+                            _ => "reviewer_irreversible",
+                        };
+                        let which = if code == "reviewer_irreversible" {
+                            adapters::ReceiptFor::ReviewerIrreversible
+                        } else {
+                            adapters::ReceiptFor::ReviewerFailClosed(code)
+                        };
+                        let mut reasons = reasons;
+                        reasons.push(code.into());
+                        let receipt =
+                            adapters::receipt(&action, &self.task, self.cfg().lang, which);
+                        self.emit_gate(
+                            &action,
+                            tier,
+                            reasons,
+                            GateOutcome::Warned,
+                            DecidedBy::Reviewer,
+                            t0,
+                            Some(receipt.clone()),
+                        );
+                        self.reject_turn(&action, receipt);
+                        return Flow::Continue;
+                    }
+                },
+                GateVerdict::NeedsApproval {
+                    tier,
+                    reasons,
+                    target,
+                } => {
+                    self.emit_gate(
+                        &action,
+                        tier,
+                        reasons.clone(),
+                        GateOutcome::NeedsApproval,
+                        DecidedBy::Rule,
+                        t0,
+                        None,
+                    );
+                    let detail = adapters::receipt(
+                        &action,
+                        &self.task,
+                        self.cfg().lang,
+                        adapters::ReceiptFor::Gate,
+                    );
                     let resp = self
-                        .ask_human(HumanRequestKind::Approval { tool: action.kind.name().into(), target, tier, reasons: reasons.clone() }, detail)
+                        .ask_human(
+                            HumanRequestKind::Approval {
+                                tool: action.kind.name().into(),
+                                target,
+                                tier,
+                                reasons: reasons.clone(),
+                            },
+                            detail,
+                        )
                         .await;
                     if self.cancel.is_cancelled() {
                         return self.cancelled_flow();
                     }
                     if resp == HumanResponse::Approve {
-                        self.emit_gate(&action, tier, reasons, GateOutcome::Approved, DecidedBy::Human, t0, None);
+                        self.emit_gate(
+                            &action,
+                            tier,
+                            reasons,
+                            GateOutcome::Approved,
+                            DecidedBy::Human,
+                            t0,
+                            None,
+                        );
                     } else {
                         let note = match resp {
                             HumanResponse::Reject { note: Some(n) } => format!(" ({n})"),
                             _ => String::new(),
                         };
-                        self.emit_gate(&action, tier, reasons, GateOutcome::Rejected, DecidedBy::Human, t0, None);
+                        self.emit_gate(
+                            &action,
+                            tier,
+                            reasons,
+                            GateOutcome::Rejected,
+                            DecidedBy::Human,
+                            t0,
+                            None,
+                        );
                         self.reject_turn(
                             &action,
                             format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
@@ -1107,9 +1492,16 @@ impl<'a> Run<'a> {
             return ReviewVerdict::Unavailable;
         };
         let reviewer = ReversibilityReviewer::new(route.client.clone());
-        let (verdict, resp) = reviewer.review(action.kind.name(), summary, &self.cancel).await;
+        let (verdict, resp) = reviewer
+            .review(action.kind.name(), summary, &self.cancel)
+            .await;
         if let Some(resp) = resp {
-            self.account(Role::SafetyReviewer, CallKind::SafetyReviewer, &route, Ok(&resp));
+            self.account(
+                Role::SafetyReviewer,
+                CallKind::SafetyReviewer,
+                &route,
+                Ok(&resp),
+            );
         }
         verdict
     }
@@ -1118,8 +1510,18 @@ impl<'a> Run<'a> {
         self.set_phase(Phase::AwaitingHuman);
         let id = uuid::Uuid::new_v4().to_string();
         let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
-        self.bus.emit(AgentEvent::HumanRequested { request_id: id.clone(), request: kind.clone(), expires_at_ms: expires });
-        let req = HumanRequest { id: id.clone(), kind, expires_at_ms: expires, task: self.task.clone(), detail };
+        self.bus.emit(AgentEvent::HumanRequested {
+            request_id: id.clone(),
+            request: kind.clone(),
+            expires_at_ms: expires,
+        });
+        let req = HumanRequest {
+            id: id.clone(),
+            kind,
+            expires_at_ms: expires,
+            task: self.task.clone(),
+            detail,
+        };
         let t0 = Instant::now();
         let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
         self.bus.emit(AgentEvent::HumanResolved {
@@ -1131,14 +1533,25 @@ impl<'a> Run<'a> {
         resp
     }
 
-    async fn dispatch_and_verify(&mut self, action: Action, obs: &Obs, points: Vec<MappedPoint>) -> Flow {
+    async fn dispatch_and_verify(
+        &mut self,
+        action: Action,
+        obs: &Obs,
+        points: Vec<MappedPoint>,
+    ) -> Flow {
         let action_type = action.kind.name();
         // R3: freshness for coordinate actions.
         if !points.is_empty() {
             match self.freshness(obs, &points).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    self.recover(RecoveryOutcome::Replan, ErrorCode::StaleAction, Some(action_type), "screen changed before dispatch", false);
+                    self.recover(
+                        RecoveryOutcome::Replan,
+                        ErrorCode::StaleAction,
+                        Some(action_type),
+                        "screen changed before dispatch",
+                        false,
+                    );
                     self.reject_turn(
                         &action,
                         "Not executed (zero touches): the screen changed between your screenshot and the action. \
@@ -1163,11 +1576,18 @@ impl<'a> Run<'a> {
             return self.cancelled_flow();
         }
         if let Some(e) = self.bus.take_write_error() {
-            return Self::end(RunStatus::Failed, "store", format!("could not record the run: {e}"));
+            return Self::end(
+                RunStatus::Failed,
+                "store",
+                format!("could not record the run: {e}"),
+            );
         }
         // Dispatch.
         self.set_phase(Phase::Executing);
-        let before = self.last_frame.clone().unwrap_or_else(|| obs.shot.image.clone());
+        let before = self
+            .last_frame
+            .clone()
+            .unwrap_or_else(|| obs.shot.image.clone());
         let devp: Vec<DevicePoint> = points.iter().map(|p| p.device).collect();
         let t0 = Instant::now();
         let result = self.send(&action, &devp).await;
@@ -1234,14 +1654,21 @@ impl<'a> Run<'a> {
         let result = if effect {
             format!("{} done; the screen changed.", summarize_action(&action))
         } else {
-            format!("{} was sent, but the screen did not visibly change (warning, not retried).", summarize_action(&action))
+            format!(
+                "{} was sent, but the screen did not visibly change (warning, not retried).",
+                summarize_action(&action)
+            )
         };
         self.ok_turn(&action, result);
         // R5: repeat guard — only dispatched commands count.
         let sig = Signature(format!(
             "{}:{}:{}",
             action_type,
-            points.iter().map(|p| format!("{},{}", p.runtime.x / 25, p.runtime.y / 25)).collect::<Vec<_>>().join(";"),
+            points
+                .iter()
+                .map(|p| format!("{},{}", p.runtime.x / 25, p.runtime.y / 25))
+                .collect::<Vec<_>>()
+                .join(";"),
             match &action.kind {
                 ActionKind::Type { text } => text.clone(),
                 _ => String::new(),
@@ -1259,7 +1686,13 @@ impl<'a> Run<'a> {
             self.last_sig = None;
             self.unchanged_streak = 0;
             if self.loop_replans >= 2 {
-                self.recover(RecoveryOutcome::RequestTakeover, ErrorCode::Internal, Some(action_type), "loop detected twice", true);
+                self.recover(
+                    RecoveryOutcome::RequestTakeover,
+                    ErrorCode::Internal,
+                    Some(action_type),
+                    "loop detected twice",
+                    true,
+                );
                 let resp = self
                     .ask_human(
                         HumanRequestKind::TakeOver {
@@ -1271,11 +1704,25 @@ impl<'a> Run<'a> {
                     .await;
                 return match resp {
                     HumanResponse::HandBack => Flow::Continue,
-                    HumanResponse::Approve => Self::end(RunStatus::TakenOver, "loop_takeover", "the agent was stuck; a human took over"),
-                    _ => Self::end(RunStatus::Failed, "loop_detected", "the agent was stuck repeating an action with no effect"),
+                    HumanResponse::Approve => Self::end(
+                        RunStatus::TakenOver,
+                        "loop_takeover",
+                        "the agent was stuck; a human took over",
+                    ),
+                    _ => Self::end(
+                        RunStatus::Failed,
+                        "loop_detected",
+                        "the agent was stuck repeating an action with no effect",
+                    ),
                 };
             }
-            self.recover(RecoveryOutcome::Replan, ErrorCode::Internal, Some(action_type), "repeated action with no effect", false);
+            self.recover(
+                RecoveryOutcome::Replan,
+                ErrorCode::Internal,
+                Some(action_type),
+                "repeated action with no effect",
+                false,
+            );
             self.memory.push(Turn {
                 step: self.step,
                 action: format!("{} repeated 3 times", summarize_action(&action)),
@@ -1310,18 +1757,33 @@ impl<'a> Run<'a> {
             let half = ((w.min(h) as f64) * fc.target_half_frac).round().max(16.0) as u32;
             let target = points
                 .iter()
-                .map(|p| changed_fraction(&planned.shot.image, &now.shot.image, Some(Rect::around(p.device.x, p.device.y, half, w, h))))
+                .map(|p| {
+                    changed_fraction(
+                        &planned.shot.image,
+                        &now.shot.image,
+                        Some(Rect::around(p.device.x, p.device.y, half, w, h)),
+                    )
+                })
                 .fold(0.0f64, f64::max);
             let fresh = planned.shot.image.dimensions() == now.shot.image.dimensions()
                 && target <= fc.target_threshold
                 && global <= fc.global_threshold;
             if fresh || rechecks >= fc.rechecks {
                 let outcome = if fresh {
-                    if rechecks == 0 { "fresh" } else { "fresh_after_recheck" }
+                    if rechecks == 0 {
+                        "fresh"
+                    } else {
+                        "fresh_after_recheck"
+                    }
                 } else {
                     "stale"
                 };
-                self.bus.emit(AgentEvent::Freshness { outcome: outcome.into(), target_changed: target, global_changed: global, rechecks });
+                self.bus.emit(AgentEvent::Freshness {
+                    outcome: outcome.into(),
+                    target_changed: target,
+                    global_changed: global,
+                    rechecks,
+                });
                 return Ok(fresh);
             }
             rechecks += 1;
@@ -1335,13 +1797,22 @@ impl<'a> Run<'a> {
     async fn send(&self, action: &Action, p: &[DevicePoint]) -> Result<(), DeviceError> {
         let d = self.device();
         let c = &self.cancel;
-        let first = || p.first().copied().ok_or_else(|| DeviceError::Protocol("action has no point".into()));
+        let first = || {
+            p.first()
+                .copied()
+                .ok_or_else(|| DeviceError::Protocol("action has no point".into()))
+        };
         match &action.kind {
             ActionKind::Tap { .. } => d.tap(first()?, c).await,
             ActionKind::DoubleTap { .. } => d.double_tap(first()?, c).await,
-            ActionKind::LongPress { duration_ms, .. } => d.long_press(first()?, duration_ms.unwrap_or(800), c).await,
+            ActionKind::LongPress { duration_ms, .. } => {
+                d.long_press(first()?, duration_ms.unwrap_or(800), c).await
+            }
             ActionKind::Swipe { duration_ms, .. } => {
-                let end = p.get(1).copied().ok_or_else(|| DeviceError::Protocol("swipe needs two points".into()))?;
+                let end = p
+                    .get(1)
+                    .copied()
+                    .ok_or_else(|| DeviceError::Protocol("swipe needs two points".into()))?;
                 d.swipe(first()?, end, duration_ms.unwrap_or(400), c).await
             }
             ActionKind::Type { text } => d.type_text(text, c).await,
@@ -1358,15 +1829,32 @@ impl<'a> Run<'a> {
     /// Two-stage finish with guards, staleness and the verifier (F1–F4).
     async fn finish(&mut self, action: &Action, message: String, confirm: bool, obs: &Obs) -> Flow {
         if let Some((guard, msg)) = self.guards.check_finish() {
-            self.bus.emit(AgentEvent::FinishRejected { by: format!("guard:{guard}"), message: msg.clone() });
-            self.recover(RecoveryOutcome::Replan, ErrorCode::ProtocolError, Some("finish"), &msg, false);
+            self.bus.emit(AgentEvent::FinishRejected {
+                by: format!("guard:{guard}"),
+                message: msg.clone(),
+            });
+            self.recover(
+                RecoveryOutcome::Replan,
+                ErrorCode::ProtocolError,
+                Some("finish"),
+                &msg,
+                false,
+            );
             self.reject_turn(action, msg);
             return Flow::Continue;
         }
         if !confirm || self.review.is_none() {
             let package = self.review_package(&message, obs);
-            self.review = Some(ReviewState { screen_seq: self.screen_seq, board: self.memory.task_board.clone(), goal: self.task.clone() });
-            self.bus.emit(AgentEvent::FinishReview { message, package: package.clone(), screen_seq: self.screen_seq });
+            self.review = Some(ReviewState {
+                screen_seq: self.screen_seq,
+                board: self.memory.task_board.clone(),
+                goal: self.task.clone(),
+            });
+            self.bus.emit(AgentEvent::FinishReview {
+                message,
+                package: package.clone(),
+                screen_seq: self.screen_seq,
+            });
             self.ok_turn(action, package);
             return Flow::Continue;
         }
@@ -1374,13 +1862,18 @@ impl<'a> Run<'a> {
             return Flow::Continue;
         };
         // Stale when the screen changed (screen seq), the task board or the goal since the package (F1).
-        let stale = review.screen_seq != self.screen_seq || review.board != self.memory.task_board || review.goal != self.task;
+        let stale = review.screen_seq != self.screen_seq
+            || review.board != self.memory.task_board
+            || review.goal != self.task;
         if stale {
             self.review = None;
             let msg = "Your confirmation is stale: the screen or the task board changed since the review package. \
                        Look at the current screen and call finish again for a new review."
                 .to_string();
-            self.bus.emit(AgentEvent::FinishRejected { by: "stale_confirm".into(), message: msg.clone() });
+            self.bus.emit(AgentEvent::FinishRejected {
+                by: "stale_confirm".into(),
+                message: msg.clone(),
+            });
             self.reject_turn(action, msg);
             return Flow::Continue;
         }
@@ -1388,37 +1881,69 @@ impl<'a> Run<'a> {
         let run_verifier = match self.cfg().finish_verify {
             FinishVerifyMode::Off => false,
             FinishVerifyMode::Always => true,
-            FinishVerifyMode::Auto => phoneagent_review::high_risk_goal(&self.task) || !board_closed(&self.memory.task_board),
+            FinishVerifyMode::Auto => {
+                phoneagent_review::high_risk_goal(&self.task)
+                    || !board_closed(&self.memory.task_board)
+            }
         };
         if !run_verifier {
-            self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason: "not triggered".into() });
+            self.bus.emit(AgentEvent::FinishVerifier {
+                verdict: "skipped".into(),
+                reason: "not triggered".into(),
+            });
             return Self::end(RunStatus::Succeeded, "finish_accepted", message);
         }
         let Some(route) = self.agent.parts.verifier.clone() else {
-            self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason: "no verifier model configured (fail-open)".into() });
+            self.bus.emit(AgentEvent::FinishVerifier {
+                verdict: "skipped".into(),
+                reason: "no verifier model configured (fail-open)".into(),
+            });
             return Self::end(RunStatus::Succeeded, "finish_accepted", message);
         };
         let verifier = FinishVerifier::new(route.client.clone());
-        let route_text: Vec<String> = self.memory.turns().iter().map(|t| format!("step {}: {} → {}", t.step, t.action, t.result)).collect();
+        let route_text: Vec<String> = self
+            .memory
+            .turns()
+            .iter()
+            .map(|t| format!("step {}: {} → {}", t.step, t.action, t.result))
+            .collect();
         let tail: Vec<_> = self.tail.iter().map(|o| o.shot.clone()).collect();
-        let (verdict, resp) = verifier.verify(&self.task, &message, &route_text, &tail, &route.profile.image, &self.cancel).await;
+        let (verdict, resp) = verifier
+            .verify(
+                &self.task,
+                &message,
+                &route_text,
+                &tail,
+                &route.profile.image,
+                &self.cancel,
+            )
+            .await;
         if let Some(resp) = resp {
             self.account(Role::Verifier, CallKind::Verifier, &route, Ok(&resp));
         }
         match verdict {
             VerifierVerdict::Pass(reason) => {
                 self.verifier_rejections = 0;
-                self.bus.emit(AgentEvent::FinishVerifier { verdict: "pass".into(), reason });
+                self.bus.emit(AgentEvent::FinishVerifier {
+                    verdict: "pass".into(),
+                    reason,
+                });
                 Self::end(RunStatus::Succeeded, "finish_accepted", message)
             }
             VerifierVerdict::Skipped(reason) => {
-                self.bus.emit(AgentEvent::FinishVerifier { verdict: "skipped".into(), reason });
+                self.bus.emit(AgentEvent::FinishVerifier {
+                    verdict: "skipped".into(),
+                    reason,
+                });
                 Self::end(RunStatus::Succeeded, "finish_accepted", message)
             }
             VerifierVerdict::Reject(reason) => {
                 self.verifier_rejections += 1;
                 self.review = None;
-                self.bus.emit(AgentEvent::FinishVerifier { verdict: "reject".into(), reason: reason.clone() });
+                self.bus.emit(AgentEvent::FinishVerifier {
+                    verdict: "reject".into(),
+                    reason: reason.clone(),
+                });
                 if self.verifier_rejections >= 2 {
                     return Self::end(
                         RunStatus::TakenOver,
@@ -1426,8 +1951,13 @@ impl<'a> Run<'a> {
                         "finish repeatedly rejected by the verifier, needs human confirmation",
                     );
                 }
-                let msg = format!("The independent verifier rejected your finish: {reason}. Continue the task.");
-                self.bus.emit(AgentEvent::FinishRejected { by: "verifier".into(), message: msg.clone() });
+                let msg = format!(
+                    "The independent verifier rejected your finish: {reason}. Continue the task."
+                );
+                self.bus.emit(AgentEvent::FinishRejected {
+                    by: "verifier".into(),
+                    message: msg.clone(),
+                });
                 self.reject_turn(action, msg);
                 Flow::Continue
             }
@@ -1435,23 +1965,46 @@ impl<'a> Run<'a> {
     }
 
     fn review_package(&self, message: &str, obs: &Obs) -> String {
-        let dispatched = self.memory.turns().iter().filter(|t| !t.rejected && t.result.contains("done")).count();
-        let warnings = self.memory.turns().iter().filter(|t| t.result.contains("did not visibly change")).count();
+        let dispatched = self
+            .memory
+            .turns()
+            .iter()
+            .filter(|t| !t.rejected && t.result.contains("done"))
+            .count();
+        let warnings = self
+            .memory
+            .turns()
+            .iter()
+            .filter(|t| t.result.contains("did not visibly change"))
+            .count();
         let rejected = self.memory.turns().iter().filter(|t| t.rejected).count();
         let mut s = String::new();
         s.push_str("Review package (finish not yet accepted)\n");
         s.push_str("World facts:\n");
-        s.push_str(&format!("- Current screen #{} ({}x{} px); {} steps taken.\n", obs.seq, obs.geometry.width_px, obs.geometry.height_px, self.step));
+        s.push_str(&format!(
+            "- Current screen #{} ({}x{} px); {} steps taken.\n",
+            obs.seq, obs.geometry.width_px, obs.geometry.height_px, self.step
+        ));
         s.push_str(&format!("- Actions with a visible effect: {dispatched}; without visible change: {warnings}; rejected: {rejected}.\n"));
         s.push_str(&format!("- Your finish message: {message}\n"));
         s.push_str("Route status:\n");
         if self.memory.task_board.is_empty() {
-            s.push_str("- No task board: check every part of the task against the current screen.\n");
+            s.push_str(
+                "- No task board: check every part of the task against the current screen.\n",
+            );
         } else {
             for it in &self.memory.task_board {
-                s.push_str(&format!("- [{}] {}\n", if it.done { "x" } else { " " }, it.text));
+                s.push_str(&format!(
+                    "- [{}] {}\n",
+                    if it.done { "x" } else { " " },
+                    it.text
+                ));
             }
-            s.push_str(if board_closed(&self.memory.task_board) { "- The board is closed.\n" } else { "- The board is NOT closed.\n" });
+            s.push_str(if board_closed(&self.memory.task_board) {
+                "- The board is closed.\n"
+            } else {
+                "- The board is NOT closed.\n"
+            });
         }
         s.push_str("Doubts:\n");
         if warnings > 0 {

@@ -41,7 +41,13 @@ pub fn map_free_text(answer: &str) -> HumanResponse {
     if matches!(a.as_str(), "approve" | "yes" | "y" | "同意" | "确认" | "ok") {
         HumanResponse::Approve
     } else {
-        HumanResponse::Reject { note: if a.is_empty() { None } else { Some(answer.trim().to_string()) } }
+        HumanResponse::Reject {
+            note: if a.is_empty() {
+                None
+            } else {
+                Some(answer.trim().to_string())
+            },
+        }
     }
 }
 
@@ -62,7 +68,9 @@ impl Approver for PolicyApprover {
             HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
                 text: "(no human is available to answer; continue without this information)".into(),
             },
-            _ => HumanResponse::Reject { note: Some("no human available (policy)".into()) },
+            _ => HumanResponse::Reject {
+                note: Some("no human available (policy)".into()),
+            },
         }
     }
 }
@@ -132,15 +140,22 @@ impl PendingApprovals {
         }
         let fits = matches!(
             (&p.request.kind, &response),
-            (HumanRequestKind::Approval { .. }, HumanResponse::Approve | HumanResponse::Reject { .. })
-                | (HumanRequestKind::AskUser { .. }, HumanResponse::Answer { .. })
-                | (
-                    HumanRequestKind::TakeOver { .. },
-                    HumanResponse::Approve | HumanResponse::Reject { .. } | HumanResponse::HandBack
-                )
+            (
+                HumanRequestKind::Approval { .. },
+                HumanResponse::Approve | HumanResponse::Reject { .. }
+            ) | (
+                HumanRequestKind::AskUser { .. },
+                HumanResponse::Answer { .. }
+            ) | (
+                HumanRequestKind::TakeOver { .. },
+                HumanResponse::Approve | HumanResponse::Reject { .. } | HumanResponse::HandBack
+            )
         );
         if !fits {
-            return Err(AnswerError::Mismatch(id.to_string(), format!("{response:?}")));
+            return Err(AnswerError::Mismatch(
+                id.to_string(),
+                format!("{response:?}"),
+            ));
         }
         if let Some(p) = map.remove(id) {
             let _ = p.tx.send(response);
@@ -155,7 +170,13 @@ impl Approver for PendingApprovals {
         let (tx, rx) = oneshot::channel();
         {
             let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            map.insert(request.id.clone(), Pending { request: request.clone(), tx });
+            map.insert(
+                request.id.clone(),
+                Pending {
+                    request: request.clone(),
+                    tx,
+                },
+            );
         }
         self.notify.notify_waiters();
         let wait_ms = request.expires_at_ms.saturating_sub(crate::now_ms());
@@ -166,7 +187,10 @@ impl Approver for PendingApprovals {
                 HumanResponse::Reject { note: Some("request expired without an answer".into()) }
             }
         };
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).remove(&request.id);
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request.id);
         out
     }
 }
@@ -181,7 +205,10 @@ mod tests {
             assert_eq!(map_free_text(yes), HumanResponse::Approve, "{yes}");
         }
         for no in ["", "no", "okay then", "好", "approve it"] {
-            assert!(matches!(map_free_text(no), HumanResponse::Reject { .. }), "{no}");
+            assert!(
+                matches!(map_free_text(no), HumanResponse::Reject { .. }),
+                "{no}"
+            );
         }
     }
 
@@ -210,9 +237,15 @@ mod tests {
         let waiter = tokio::spawn(async move { p2.ask(&r, &CancellationToken::new()).await });
         let pending = p.next_pending().await;
         assert_eq!(pending.id, "a1");
-        assert!(matches!(p.answer("a1", HumanResponse::Answer { text: "x".into() }), Err(AnswerError::Mismatch(..))));
+        assert!(matches!(
+            p.answer("a1", HumanResponse::Answer { text: "x".into() }),
+            Err(AnswerError::Mismatch(..))
+        ));
         p.answer("a1", HumanResponse::Approve).unwrap();
-        assert_eq!(p.answer("a1", HumanResponse::Approve), Err(AnswerError::UnknownRequest("a1".into())));
+        assert_eq!(
+            p.answer("a1", HumanResponse::Approve),
+            Err(AnswerError::UnknownRequest("a1".into()))
+        );
         assert_eq!(waiter.await.unwrap(), HumanResponse::Approve);
         assert!(p.answer("nope", HumanResponse::Approve).is_err());
         drop(cancel);
@@ -221,7 +254,13 @@ mod tests {
     #[tokio::test]
     async fn expiry_rejects() {
         let p = PendingApprovals::new();
-        let r = req("e", HumanRequestKind::AskUser { question: "?".into() }, 30);
+        let r = req(
+            "e",
+            HumanRequestKind::AskUser {
+                question: "?".into(),
+            },
+            30,
+        );
         let out = p.ask(&r, &CancellationToken::new()).await;
         assert!(matches!(out, HumanResponse::Reject { .. }));
         assert!(p.pending().is_empty());

@@ -25,7 +25,9 @@ impl std::str::FromStr for FinishVerifyMode {
             "auto" => Ok(Self::Auto),
             "always" => Ok(Self::Always),
             "off" => Ok(Self::Off),
-            o => Err(format!("unknown finish-verify mode {o:?}: use auto, always or off")),
+            o => Err(format!(
+                "unknown finish-verify mode {o:?}: use auto, always or off"
+            )),
         }
     }
 }

@@ -37,7 +37,13 @@ pub trait RunRecorder: Send + Sync {
     /// Store a screenshot once by content hash; returns the sha256 hex.
     fn put_screenshot(&self, png: &[u8], width: u32, height: u32) -> Result<String, String>;
     /// The run ended.
-    fn end_run(&self, run_id: &str, status: RunStatus, termination_code: &str, summary: &serde_json::Value) -> Result<(), String>;
+    fn end_run(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        termination_code: &str,
+        summary: &serde_json::Value,
+    ) -> Result<(), String>;
 }
 
 /// A recorder that keeps nothing (for library users who only want the live stream).
@@ -71,8 +77,19 @@ pub struct EventBus {
 
 impl EventBus {
     /// A bus for `run_id` writing to `recorder` and broadcasting on `tx`.
-    pub fn new(run_id: String, recorder: std::sync::Arc<dyn RunRecorder>, tx: broadcast::Sender<EventEnvelope>) -> Self {
-        Self { run_id, seq: AtomicU64::new(0), step: AtomicU32::new(0), tx, recorder, write_error: Mutex::new(None) }
+    pub fn new(
+        run_id: String,
+        recorder: std::sync::Arc<dyn RunRecorder>,
+        tx: broadcast::Sender<EventEnvelope>,
+    ) -> Self {
+        Self {
+            run_id,
+            seq: AtomicU64::new(0),
+            step: AtomicU32::new(0),
+            tx,
+            recorder,
+            write_error: Mutex::new(None),
+        }
     }
 
     /// Set the current step number (stamped on following events).
@@ -101,7 +118,10 @@ impl EventBus {
 
     /// The first recorder failure, if any.
     pub fn take_write_error(&self) -> Option<String> {
-        self.write_error.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.write_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// The recorder.

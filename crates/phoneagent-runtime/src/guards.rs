@@ -65,10 +65,23 @@ impl TaskGuards {
         let mail = contains_any(&t, &["email", "e-mail", "mail", "邮件", "邮箱"]);
         let compose_verb = contains_any(
             &t,
-            &["write", "compose", "draft", "send", "reply", "写", "起草", "撰写", "发送", "发一封", "回复"],
+            &[
+                "write",
+                "compose",
+                "draft",
+                "send",
+                "reply",
+                "写",
+                "起草",
+                "撰写",
+                "发送",
+                "发一封",
+                "回复",
+            ],
         );
         let compose = (mail && compose_verb).then(|| ComposeGuard {
-            may_send: contains_any(&t, &["send", "发送", "发给", "发一封"]) && !contains_any(&t, NO_SEND),
+            may_send: contains_any(&t, &["send", "发送", "发给", "发一封"])
+                && !contains_any(&t, NO_SEND),
             typed_fields: 0,
         });
         let search = search_query(task).map(|query| SearchGuard {
@@ -79,14 +92,18 @@ impl TaskGuards {
         let needs_phone = contains_any(
             &t,
             &[
-                "open", "tap", "buy", "order", "add", "send", "write", "compose", "draft", "search", "turn",
-                "set", "enable", "disable", "delete", "log in", "login", "sign in", "go to", "find",
-                "打开", "点击", "购买", "买", "下单", "加入", "发送", "写", "搜索", "设置", "开启", "关闭",
-                "删除", "登录", "进入", "查找",
+                "open", "tap", "buy", "order", "add", "send", "write", "compose", "draft",
+                "search", "turn", "set", "enable", "disable", "delete", "log in", "login",
+                "sign in", "go to", "find", "打开", "点击", "购买", "买", "下单", "加入", "发送",
+                "写", "搜索", "设置", "开启", "关闭", "删除", "登录", "进入", "查找",
             ],
         );
         let text_only = needs_phone.then_some(TextOnlyGuard { dispatched: 0 });
-        Self { compose, search, text_only }
+        Self {
+            compose,
+            search,
+            text_only,
+        }
     }
 
     /// Names of the active guards (for `guard_active` events).
@@ -143,7 +160,14 @@ impl TaskGuards {
     /// Returns the corrective message for the model.
     pub fn blocks(&self, action: &Action) -> Option<String> {
         let c = self.compose.as_ref()?;
-        if c.may_send || !matches!(action.kind, ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } | ActionKind::LongPress { .. }) {
+        if c.may_send
+            || !matches!(
+                action.kind,
+                ActionKind::Tap { .. }
+                    | ActionKind::DoubleTap { .. }
+                    | ActionKind::LongPress { .. }
+            )
+        {
             return None;
         }
         let text = format!(
@@ -152,7 +176,8 @@ impl TaskGuards {
             action.reason.as_deref().unwrap_or("")
         );
         let text = lower(&text);
-        let mentions_send = contains_any(&text, SEND_WORDS) && !contains_any(&text, &["not send", "不发送", "don't send"]);
+        let mentions_send = contains_any(&text, SEND_WORDS)
+            && !contains_any(&text, &["not send", "不发送", "don't send"]);
         mentions_send.then(|| {
             "Blocked (not executed): the user did not ask to send this message. Leave it as a visible draft and finish; \
              do not press Send."
@@ -235,7 +260,16 @@ pub fn search_query(task: &str) -> Option<String> {
     let lower_t = lower(t);
     let strip = |s: &str| {
         s.trim()
-            .trim_matches(|c: char| c == '"' || c == '\'' || c == '“' || c == '”' || c == '「' || c == '」' || c == '。' || c == '.')
+            .trim_matches(|c: char| {
+                c == '"'
+                    || c == '\''
+                    || c == '“'
+                    || c == '”'
+                    || c == '「'
+                    || c == '」'
+                    || c == '。'
+                    || c == '.'
+            })
             .trim()
             .to_string()
     };
@@ -253,13 +287,21 @@ pub fn search_query(task: &str) -> Option<String> {
         && let Some(j) = lower_t[i..].find(" for ")
     {
         let rest = &t[i + j + " for ".len()..];
-        let end = [" and ", ",", "，"].iter().filter_map(|sep| lower(rest).find(sep)).min().unwrap_or(rest.len());
+        let end = [" and ", ",", "，"]
+            .iter()
+            .filter_map(|sep| lower(rest).find(sep))
+            .min()
+            .unwrap_or(rest.len());
         let q = strip(&rest[..end]);
         return (!q.is_empty()).then_some(q);
     }
     if let Some(i) = t.find("搜索") {
         let rest = &t[i + "搜索".len()..];
-        let end = ["，", ",", "。", "并", "然后"].iter().filter_map(|sep| rest.find(sep)).min().unwrap_or(rest.len());
+        let end = ["，", ",", "。", "并", "然后"]
+            .iter()
+            .filter_map(|sep| rest.find(sep))
+            .min()
+            .unwrap_or(rest.len());
         let q = strip(&rest[..end]);
         return (!q.is_empty()).then_some(q);
     }
@@ -272,21 +314,36 @@ mod tests {
     use phoneagent_protocol::ModelPoint;
 
     fn tap(target: &str) -> Action {
-        let mut a = Action::new(ActionKind::Tap { element: ModelPoint { x: 1.0, y: 1.0 } });
+        let mut a = Action::new(ActionKind::Tap {
+            element: ModelPoint { x: 1.0, y: 1.0 },
+        });
         a.target_description = Some(target.into());
         a
     }
 
     #[test]
     fn compose_guard_activates_only_for_mail_writing() {
-        assert!(TaskGuards::from_task("Write an email saying I will be late today").active().contains(&"compose_message"));
-        assert!(!TaskGuards::from_task("Write a short apology note").active().contains(&"compose_message"));
-        assert!(TaskGuards::from_task("给张三写一封邮件，不要发送").active().contains(&"compose_message"));
+        assert!(
+            TaskGuards::from_task("Write an email saying I will be late today")
+                .active()
+                .contains(&"compose_message")
+        );
+        assert!(
+            !TaskGuards::from_task("Write a short apology note")
+                .active()
+                .contains(&"compose_message")
+        );
+        assert!(
+            TaskGuards::from_task("给张三写一封邮件，不要发送")
+                .active()
+                .contains(&"compose_message")
+        );
     }
 
     #[test]
     fn compose_guard_blocks_unrequested_send() {
-        let g = TaskGuards::from_task("Draft an email to bob@example.com about lunch, don't send it");
+        let g =
+            TaskGuards::from_task("Draft an email to bob@example.com about lunch, don't send it");
         assert!(g.blocks(&tap("Send button")).is_some());
         assert!(g.blocks(&tap("Subject field")).is_none());
         let g = TaskGuards::from_task("Send an email to bob@example.com saying hi");
@@ -298,19 +355,32 @@ mod tests {
         let mut g = TaskGuards::from_task("Draft an email to bob about lunch, don't send it");
         g.record_dispatched(&tap("Mail app"));
         assert_eq!(g.check_finish().map(|x| x.0), Some("compose_message"));
-        g.record_dispatched(&Action::new(ActionKind::Type { text: "Lunch".into() }));
+        g.record_dispatched(&Action::new(ActionKind::Type {
+            text: "Lunch".into(),
+        }));
         assert_eq!(g.check_finish(), None);
     }
 
     #[test]
     fn search_guard_needs_typed_and_submitted_query() {
-        assert_eq!(search_query("Search the Search app for rust programming").as_deref(), Some("rust programming"));
-        assert_eq!(search_query("search for \"耳机\" in the shop").as_deref(), Some("耳机"));
-        assert_eq!(search_query("在搜索应用里搜索天气，然后告诉我结果").as_deref(), Some("天气"));
+        assert_eq!(
+            search_query("Search the Search app for rust programming").as_deref(),
+            Some("rust programming")
+        );
+        assert_eq!(
+            search_query("search for \"耳机\" in the shop").as_deref(),
+            Some("耳机")
+        );
+        assert_eq!(
+            search_query("在搜索应用里搜索天气，然后告诉我结果").as_deref(),
+            Some("天气")
+        );
         let mut g = TaskGuards::from_task("Search the Search app for weather");
         g.record_dispatched(&tap("search box"));
         assert_eq!(g.check_finish().map(|x| x.0), Some("in_app_search"));
-        g.record_dispatched(&Action::new(ActionKind::Type { text: "Weather".into() }));
+        g.record_dispatched(&Action::new(ActionKind::Type {
+            text: "Weather".into(),
+        }));
         assert!(g.check_finish().unwrap().1.contains("not submitted"));
         g.record_dispatched(&tap("search button"));
         assert_eq!(g.check_finish(), None);

@@ -28,8 +28,8 @@ pub mod store_recorder;
 pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome};
 pub use approver::{Approver, HumanRequest, PendingApprovals, PolicyApprover, map_free_text};
 pub use config::{AgentConfig, FinishVerifyMode, FreshnessConfig, Lang};
-pub use phoneagent_llm::config::ActionProtocol;
 pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
+pub use phoneagent_llm::config::ActionProtocol;
 
 /// Errors before a run starts (everything during a run ends in a `RunOutcome`).
 #[derive(Debug, thiserror::Error)]

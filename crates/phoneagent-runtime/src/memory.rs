@@ -48,7 +48,10 @@ pub struct Memory {
 impl Memory {
     /// Memory for a new task.
     pub fn new(goal: &str) -> Self {
-        Self { goal: goal.to_string(), ..Self::default() }
+        Self {
+            goal: goal.to_string(),
+            ..Self::default()
+        }
     }
 
     /// Remembered turns, oldest first.
@@ -67,7 +70,10 @@ impl Memory {
                 let n = last.rejected_count + 1;
                 *last = Turn {
                     step: turn.step,
-                    action: format!("{n} consecutive actions were rejected (not executed); last: {}", turn.action),
+                    action: format!(
+                        "{n} consecutive actions were rejected (not executed); last: {}",
+                        turn.action
+                    ),
                     screen_description: turn.screen_description,
                     reason: None,
                     result: format!(
@@ -96,12 +102,21 @@ impl Memory {
 
 /// A short, coordinate-free description of an action for history.
 pub fn summarize_action(a: &Action) -> String {
-    let target = a.target_description.as_deref().map(|t| format!(" (target: {t:?})")).unwrap_or_default();
+    let target = a
+        .target_description
+        .as_deref()
+        .map(|t| format!(" (target: {t:?})"))
+        .unwrap_or_default();
     match &a.kind {
         ActionKind::Tap { .. } => format!("tap{target}"),
         ActionKind::DoubleTap { .. } => format!("double_tap{target}"),
         ActionKind::LongPress { duration_ms, .. } => {
-            format!("long_press{target}{}", duration_ms.map(|d| format!(" for {d} ms")).unwrap_or_default())
+            format!(
+                "long_press{target}{}",
+                duration_ms
+                    .map(|d| format!(" for {d} ms"))
+                    .unwrap_or_default()
+            )
         }
         ActionKind::Swipe { start, end, .. } => {
             let (dx, dy) = (end.x - start.x, end.y - start.y);
@@ -121,7 +136,9 @@ pub fn summarize_action(a: &Action) -> String {
         ActionKind::TakeOver { message } => format!("take_over({message:?})"),
         ActionKind::AskUser { question } => format!("ask_user({question:?})"),
         ActionKind::Note { message, .. } => format!("note({message:?})"),
-        ActionKind::Finish { message, confirm } => format!("finish({message:?}, confirm={confirm})"),
+        ActionKind::Finish { message, confirm } => {
+            format!("finish({message:?}, confirm={confirm})")
+        }
         ActionKind::LaunchApp { name } => format!("launch_app({name:?})"),
     }
 }
@@ -159,8 +176,9 @@ static PACKAGE_LIKE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     // com.example.app, com.android.settings/.Settings, org.foo.bar.MainActivity
     Regex::new(r"\b(?:com|org|net|android|cn|io|me|tv)(?:\.[A-Za-z_][A-Za-z0-9_]*){1,}(?:/[.A-Za-z0-9_$]+)?").ok()
 });
-static ACTIVITY_WORDS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(mCurrentFocus|mFocusedApp|ActivityRecord|topActivity)\b[^\n]*").ok());
+static ACTIVITY_WORDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(mCurrentFocus|mFocusedApp|ActivityRecord|topActivity)\b[^\n]*").ok()
+});
 
 /// Remove Android-semantic content from free text: package/activity names and window-manager
 /// dumps become `[removed]`. Applied to every text that enters a model context.
@@ -230,11 +248,16 @@ mod tests {
 
     #[test]
     fn sanitize_removes_package_and_window_names() {
-        let s = sanitize_text("opened com.android.settings/.Settings; mCurrentFocus=Window{abc u0 com.shop.app/.Main}");
+        let s = sanitize_text(
+            "opened com.android.settings/.Settings; mCurrentFocus=Window{abc u0 com.shop.app/.Main}",
+        );
         assert!(!s.contains("com.android.settings"), "{s}");
         assert!(!s.contains("com.shop"), "{s}");
         assert!(!s.contains("mCurrentFocus"), "{s}");
-        assert_eq!(sanitize_text("Tapped 提交订单, screen changed"), "Tapped 提交订单, screen changed");
+        assert_eq!(
+            sanitize_text("Tapped 提交订单, screen changed"),
+            "Tapped 提交订单, screen changed"
+        );
     }
 
     #[test]
@@ -247,7 +270,13 @@ mod tests {
         });
         strip_semantics(&mut v);
         let s = v.to_string();
-        for bad in ["package", "activity", "ui_tree", "installed_apps", "com.shop.app"] {
+        for bad in [
+            "package",
+            "activity",
+            "ui_tree",
+            "installed_apps",
+            "com.shop.app",
+        ] {
             assert!(!s.contains(bad), "{bad} leaked: {s}");
         }
         assert!(s.contains("\"result\":\"ok\""));

@@ -43,7 +43,12 @@ pub fn changed_fraction(a: &RgbaImage, b: &RgbaImage, region: Option<Rect>) -> f
         return 1.0;
     }
     let (w, h) = a.dimensions();
-    let r = region.unwrap_or(Rect { x0: 0, y0: 0, x1: w, y1: h });
+    let r = region.unwrap_or(Rect {
+        x0: 0,
+        y0: 0,
+        x1: w,
+        y1: h,
+    });
     let (x1, y1) = (r.x1.min(w), r.y1.min(h));
     let mut total = 0u64;
     let mut changed = 0u64;
@@ -62,7 +67,11 @@ pub fn changed_fraction(a: &RgbaImage, b: &RgbaImage, region: Option<Rect>) -> f
         }
         y += SAMPLE_STRIDE;
     }
-    if total == 0 { 0.0 } else { changed as f64 / total as f64 }
+    if total == 0 {
+        0.0
+    } else {
+        changed as f64 / total as f64
+    }
 }
 
 #[cfg(test)]
@@ -81,7 +90,10 @@ mod tests {
 
     #[test]
     fn size_change_is_total_change() {
-        assert_eq!(changed_fraction(&solid(10, 20, 0), &solid(20, 10, 0), None), 1.0);
+        assert_eq!(
+            changed_fraction(&solid(10, 20, 0), &solid(20, 10, 0), None),
+            1.0
+        );
     }
 
     #[test]

@@ -7,8 +7,9 @@
 
 use phoneagent_protocol::CoordinateSpace;
 
-use crate::config::{ActionProtocol, Lang};
+use crate::config::Lang;
 use crate::memory::{Turn, sanitize_text};
+use phoneagent_llm::config::ActionProtocol;
 
 /// Inputs of [`system_prompt`].
 pub struct PromptInput<'a> {
@@ -57,10 +58,15 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
          icons like a person would.\n",
     );
     if p.lang == Lang::Zh {
-        s.push_str("The user writes Chinese; keep screen_description and reason in the user's language.\n");
+        s.push_str(
+            "The user writes Chinese; keep screen_description and reason in the user's language.\n",
+        );
     }
     s.push_str(&format!("\n# Task\n{}\n", p.task));
-    s.push_str(&format!("\n# Coordinates\n{}\n", coordinate_contract(p.space, p.image_size)));
+    s.push_str(&format!(
+        "\n# Coordinates\n{}\n",
+        coordinate_contract(p.space, p.image_size)
+    ));
     s.push_str(
         "\n# Every action\nInclude screen_description (what the current screen shows that matters for the task: page, \
          controls, values, dialogs) and reason (what the action should achieve and why). Include target_description \
@@ -95,7 +101,12 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
     s.push_str("\n# Answer format\n");
     match p.protocol {
         ActionProtocol::Do => {
-            let opts = crate::adapters::parse_options_for(p.space, p.image_size, p.wait_max_secs, p.app_launcher);
+            let opts = crate::adapters::parse_options_for(
+                p.space,
+                p.image_size,
+                p.wait_max_secs,
+                p.app_launcher,
+            );
             s.push_str(&phoneagent_protocol::do_grammar_prompt(&opts));
         }
         ActionProtocol::Tools => {
@@ -120,7 +131,14 @@ pub fn history_messages(turns: &[Turn]) -> Vec<(&'static str, String)> {
         }
         out.push(("assistant", a));
         let status = if t.rejected { "NOT EXECUTED" } else { "result" };
-        out.push(("user", format!("Step {} {status}: {} (screenshot omitted)", t.step, sanitize_text(&t.result))));
+        out.push((
+            "user",
+            format!(
+                "Step {} {status}: {} (screenshot omitted)",
+                t.step,
+                sanitize_text(&t.result)
+            ),
+        ));
     }
     out
 }

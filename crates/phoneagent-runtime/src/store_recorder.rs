@@ -46,18 +46,40 @@ impl RunRecorder for StoreRecorder {
             obj.remove("seq");
             obj.remove("ts_ms");
         }
-        let rec = EventRecord { seq: env.seq, ts_ms: env.ts_ms as i64, kind: env.event.kind().to_string(), payload };
-        self.store.append_event(run_uuid(&env.run_id)?, &rec).map_err(|e| e.to_string())
+        let rec = EventRecord {
+            seq: env.seq,
+            ts_ms: env.ts_ms as i64,
+            kind: env.event.kind().to_string(),
+            payload,
+        };
+        self.store
+            .append_event(run_uuid(&env.run_id)?, &rec)
+            .map_err(|e| e.to_string())
     }
 
     fn put_screenshot(&self, png: &[u8], width: u32, height: u32) -> Result<String, String> {
-        self.store.put_screenshot(png, "image/png", width, height).map_err(|e| e.to_string())
+        self.store
+            .put_screenshot(png, "image/png", width, height)
+            .map_err(|e| e.to_string())
     }
 
-    fn end_run(&self, run_id: &str, status: RunStatus, termination_code: &str, summary: &serde_json::Value) -> Result<(), String> {
+    fn end_run(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        termination_code: &str,
+        summary: &serde_json::Value,
+    ) -> Result<(), String> {
         let tokens = summary.get("tokens");
-        let get = |k: &str| tokens.and_then(|t| t.get(k)).and_then(|v| v.as_u64()).unwrap_or(0);
-        let cost = tokens.and_then(|t| t.get("cost_usd")).and_then(|v| v.as_f64());
+        let get = |k: &str| {
+            tokens
+                .and_then(|t| t.get(k))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0)
+        };
+        let cost = tokens
+            .and_then(|t| t.get("cost_usd"))
+            .and_then(|v| v.as_f64());
         let end = RunEnd {
             status,
             ended_ms: crate::now_ms() as i64,
@@ -67,6 +89,8 @@ impl RunRecorder for StoreRecorder {
             completion_tokens: get("completion_tokens"),
             cost_usd: cost.filter(|c| *c > 0.0),
         };
-        self.store.finish_run(run_uuid(run_id)?, &end).map_err(|e| e.to_string())
+        self.store
+            .finish_run(run_uuid(run_id)?, &end)
+            .map_err(|e| e.to_string())
     }
 }

@@ -72,37 +72,63 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         }
         return Ok(0);
     }
-    let scenario = SCENARIOS.iter().find(|s| s.name == a.scenario).with_context(|| {
-        format!(
-            "unknown scenario {:?}: choose one of {}",
-            a.scenario,
-            SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-        )
-    })?;
+    let scenario = SCENARIOS
+        .iter()
+        .find(|s| s.name == a.scenario)
+        .with_context(|| {
+            format!(
+                "unknown scenario {:?}: choose one of {}",
+                a.scenario,
+                SCENARIOS
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
     let t0 = Instant::now();
-    println!("PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used.");
-    println!("A real run needs a phone with USB debugging and a model endpoint: see `phoneagent run --help`.\n");
+    println!(
+        "PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used."
+    );
+    println!(
+        "A real run needs a phone with USB debugging and a model endpoint: see `phoneagent run --help`.\n"
+    );
 
-    let sim = SimServer::start(SimConfig::default(), 0).await.context("cannot start the virtual phone")?;
-    let serial = sim.serials().into_iter().next().context("the virtual phone has no device")?;
+    let sim = SimServer::start(SimConfig::default(), 0)
+        .await
+        .context("cannot start the virtual phone")?;
+    let serial = sim
+        .serials()
+        .into_iter()
+        .next()
+        .context("the virtual phone has no device")?;
     let script = Script::parse_jsonl(scenario.script).context("the demo script is invalid")?;
     let model = ScriptedModel::start(ScriptedModelConfig {
         script,
         space: CoordinateSpace::Relative0999,
-        sim: Some(SimTarget { port: sim.port(), serial: Some(serial.clone()) }),
+        sim: Some(SimTarget {
+            port: sim.port(),
+            serial: Some(serial.clone()),
+        }),
         ..ScriptedModelConfig::default()
     })
     .await
     .context("cannot start the scripted model server")?;
 
     let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?;
-    let device: Arc<dyn Device> =
-        Arc::new(AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?);
+    let device: Arc<dyn Device> = Arc::new(
+        AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?,
+    );
     let route = |role: &str| -> anyhow::Result<ModelRoute> {
         let mut profile = Profile::new(model.base_url(), "scripted-model");
         profile.coordinate_space = CoordinateSpace::Relative0999;
         let client = ChatClient::new(ClientConfig::new(model.base_url(), "scripted-model"))?;
-        Ok(ModelRoute { client: Arc::new(client), profile_name: format!("demo-{role}"), profile, fallback: None })
+        Ok(ModelRoute {
+            client: Arc::new(client),
+            profile_name: format!("demo-{role}"),
+            profile,
+            fallback: None,
+        })
     };
     let store = open_store()?;
     let agent = Agent::new(
@@ -115,7 +141,12 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
             recorder: Arc::new(StoreRecorder::new(store.clone())),
             calibration_cache: None,
         },
-        AgentConfig { mode: scenario.mode, max_steps: 20, demo: true, ..AgentConfig::default() },
+        AgentConfig {
+            mode: scenario.mode,
+            max_steps: 20,
+            demo: true,
+            ..AgentConfig::default()
+        },
     );
     let printer = spawn_printer(&agent, a.json);
     let cancel = CancellationToken::new();
@@ -130,14 +161,17 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         println!(
             "\nvirtual phone ground truth: screen {} · orders placed {} · mails sent {}",
             t.current_screen,
-            t.orders_placed.len(),
+            t.orders_placed,
             t.mails_sent.len()
         );
     }
     let run_id = uuid::Uuid::parse_str(&outcome.run_id)?;
     write_export(&store, run_id, "html", &a.report)?;
     println!("report: {}", a.report.display());
-    println!("history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`", &outcome.run_id[..8]);
+    println!(
+        "history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`",
+        &outcome.run_id[..8]
+    );
     println!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
     model.shutdown().await;
     sim.shutdown().await;

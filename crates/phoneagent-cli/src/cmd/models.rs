@@ -40,7 +40,8 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     if let Some(s) = a.coord_space {
         env.coordinate_space = Some(s.to_string());
     }
-    let mut cfg = ModelsConfig::load_with_env(&env).context("cannot load the model configuration")?;
+    let mut cfg =
+        ModelsConfig::load_with_env(&env).context("cannot load the model configuration")?;
     if let Some(p) = &a.profile
         && a.base_url.is_none()
         && a.model.is_none()
@@ -71,5 +72,10 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     };
     let verifier = other(Role::Verifier)?;
     let safety_reviewer = other(Role::SafetyReviewer)?;
-    Ok(Routes { actor, verifier, safety_reviewer, unavailable })
+    Ok(Routes {
+        actor,
+        verifier,
+        safety_reviewer,
+        unavailable,
+    })
 }

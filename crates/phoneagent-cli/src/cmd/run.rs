@@ -10,8 +10,8 @@ use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, CoordinateSpace, EventEnvelope, RunStatus};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
-    Agent, AgentConfig, AgentParts, Approver, FinishVerifyMode, HumanRequest, ModelRoute,
-    PolicyApprover, RunOutcome, map_free_text,
+    Agent, AgentConfig, AgentParts, Approver, FinishVerifyMode, HumanRequest, PolicyApprover,
+    RunOutcome, map_free_text,
 };
 use phoneagent_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -104,12 +104,19 @@ pub struct TerminalApprover;
 impl Approver for TerminalApprover {
     async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse {
         let prompt = match &request.kind {
-            HumanRequestKind::Approval { tool, target, tier, reasons } => format!(
+            HumanRequestKind::Approval {
+                tool,
+                target,
+                tier,
+                reasons,
+            } => format!(
                 "\n{}\n⏸ Approve {tool} → 「{target}」? ({tier:?}: {})\n  type approve / yes / 同意 to run it, anything else rejects: ",
                 request.detail,
                 reasons.join(", ")
             ),
-            HumanRequestKind::AskUser { question } => format!("\n? The agent asks: {question}\n  your answer: "),
+            HumanRequestKind::AskUser { question } => {
+                format!("\n? The agent asks: {question}\n  your answer: ")
+            }
             HumanRequestKind::TakeOver { message } => format!(
                 "\n✋ Take over: {message}\n  operate the phone, then type `back` to hand it back, `done` if you finished the task yourself, or anything else to refuse: "
             ),
@@ -127,7 +134,9 @@ impl Approver for TerminalApprover {
         };
         match kind {
             HumanRequestKind::Approval { .. } => map_free_text(&line),
-            HumanRequestKind::AskUser { .. } => HumanResponse::Answer { text: line.trim().to_string() },
+            HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
+                text: line.trim().to_string(),
+            },
             HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
                 "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
                 "done" | "d" | "完成" => HumanResponse::Approve,
@@ -144,7 +153,9 @@ pub fn spawn_printer(agent: &Agent, json: bool) -> tokio::task::JoinHandle<()> {
         loop {
             match rx.recv().await {
                 Ok(env) => print_event(&env, json),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("(timeline skipped {n} events)"),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    eprintln!("(timeline skipped {n} events)")
+                }
                 Err(_) => break,
             }
         }
@@ -176,7 +187,11 @@ pub fn cancel_on_ctrl_c(token: CancellationToken) {
 
 /// Exit code for a run outcome: 0 succeeded, 1 otherwise.
 pub fn exit_code(o: &RunOutcome) -> u8 {
-    if o.status == RunStatus::Succeeded { 0 } else { 1 }
+    if o.status == RunStatus::Succeeded {
+        0
+    } else {
+        1
+    }
 }
 
 /// Run one task, or an interactive session of tasks.
@@ -193,7 +208,9 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         (_, Some(OnApproval::Approve)) => Arc::new(PolicyApprover { approve: true }),
         (_, Some(OnApproval::Reject)) => Arc::new(PolicyApprover { approve: false }),
         (false, None) => {
-            eprintln!("note: no terminal to ask for approvals: approval requests will be rejected (use --on-approval approve|reject)");
+            eprintln!(
+                "note: no terminal to ask for approvals: approval requests will be rejected (use --on-approval approve|reject)"
+            );
             Arc::new(PolicyApprover { approve: false })
         }
     };
@@ -227,7 +244,9 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
             last = exit_code(&outcome);
         }
         None => {
-            eprintln!("PhoneAgent interactive mode: type a task and press Enter (empty line or Ctrl-D to quit).");
+            eprintln!(
+                "PhoneAgent interactive mode: type a task and press Enter (empty line or Ctrl-D to quit)."
+            );
             loop {
                 eprint!("task> ");
                 let _ = std::io::stderr().flush();
@@ -277,7 +296,10 @@ pub async fn runs(_g: &Global, a: RunsArgs) -> anyhow::Result<u8> {
         println!("no runs yet: start one with `phoneagent run \"<task>\"` or `phoneagent demo`");
         return Ok(0);
     }
-    println!("{:<10} {:<12} {:>6} {:>8}  task", "run", "status", "events", "tokens");
+    println!(
+        "{:<10} {:<12} {:>6} {:>8}  task",
+        "run", "status", "events", "tokens"
+    );
     for r in list {
         let id = r.id.to_string();
         println!(
@@ -308,19 +330,42 @@ pub struct ExportArgs {
 /// Export a run.
 pub async fn export(_g: &Global, a: ExportArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
-    let run = store
-        .find_run_by_prefix(&a.run_id)?
-        .with_context(|| format!("no run matches {:?}: list runs with `phoneagent runs`", a.run_id))?;
-    write_export(&store, run.id, &a.format, &a.output)?;
+    let ids = store.find_runs_by_prefix(&a.run_id)?;
+    let id = match ids.as_slice() {
+        [id] => *id,
+        [] => anyhow::bail!(
+            "no run matches {:?}: list runs with `phoneagent runs`",
+            a.run_id
+        ),
+        _ => anyhow::bail!(
+            "{:?} matches {} runs: give more characters of the run id",
+            a.run_id,
+            ids.len()
+        ),
+    };
+    write_export(&store, id, &a.format, &a.output)?;
     println!("wrote {}", a.output.display());
     Ok(0)
 }
 
 /// Write the export of `run_id` in `format` to `path`.
-pub fn write_export(store: &Store, run_id: uuid::Uuid, format: &str, path: &std::path::Path) -> anyhow::Result<()> {
+pub fn write_export(
+    store: &Store,
+    run_id: uuid::Uuid,
+    format: &str,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
     let bytes = match format {
-        "json" => serde_json::to_vec_pretty(&phoneagent_store::export::trajectory_json(store, run_id, true)?)?,
-        "html" => phoneagent_store::export::html_report(store, run_id)?.into_bytes(),
+        "json" => serde_json::to_vec_pretty(&phoneagent_store::export::trajectory_json(
+            store,
+            run_id,
+            &phoneagent_store::export::JsonOptions {
+                inline_screenshots: false,
+            },
+        )?)?,
+        "html" => {
+            phoneagent_store::export::html_report(store, run_id, &Default::default())?.into_bytes()
+        }
         other => anyhow::bail!("unknown export format {other:?}: use json or html"),
     };
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
