@@ -320,11 +320,7 @@ impl Phone {
             return Ok(f.clone());
         }
         let rgba = if self.faults.black_frames {
-            let mut v = vec![0u8; w as usize * h as usize * 4];
-            for p in v.chunks_exact_mut(4) {
-                p[3] = 255;
-            }
-            v
+            [0u8, 0, 0, 255].repeat(w as usize * h as usize)
         } else {
             let font = font()?;
             let scene = self.world.scene(w, h);

@@ -172,8 +172,21 @@ pub(crate) struct Canvas<'a> {
     pub h: i32,
     pub px: Vec<u8>,
     clip: Rect,
+    /// Modal backdrop: every colour drawn is first blended with this colour at this alpha.
+    dim: Option<Rgba>,
     font: &'a LoadedFont,
     cache: &'a mut GlyphCache,
+}
+
+/// `c` seen through a translucent `over` (alpha = `over[3]`).
+pub(crate) fn dim_color(c: Rgba, over: Rgba) -> Rgba {
+    let a = u32::from(over[3]);
+    [
+        blend(c[0], over[0], a),
+        blend(c[1], over[1], a),
+        blend(c[2], over[2], a),
+        c[3],
+    ]
 }
 
 impl<'a> Canvas<'a> {
@@ -185,21 +198,26 @@ impl<'a> Canvas<'a> {
         cache: &'a mut GlyphCache,
     ) -> Self {
         let (wi, hi) = (w as i32, h as i32);
-        let mut row = Vec::with_capacity(w as usize * 4);
-        for _ in 0..w {
-            row.extend_from_slice(&bg);
-        }
-        let mut px = Vec::with_capacity(row.len() * h as usize);
-        for _ in 0..h {
-            px.extend_from_slice(&row);
-        }
+        let px = bg.repeat(w as usize * h as usize);
         Self {
             w: wi,
             h: hi,
             px,
             clip: Rect::new(0, 0, wi, hi),
+            dim: None,
             font,
             cache,
+        }
+    }
+
+    pub(crate) fn set_dim(&mut self, d: Option<Rgba>) {
+        self.dim = d;
+    }
+
+    fn col(&self, c: Rgba) -> Rgba {
+        match self.dim {
+            Some(d) => dim_color(c, d),
+            None => c,
         }
     }
 
@@ -210,6 +228,11 @@ impl<'a> Canvas<'a> {
 
     /// Opaque fill (alpha 255) or blended fill (alpha < 255).
     pub(crate) fn fill_rect(&mut self, r: Rect, c: Rgba) {
+        let c = self.col(c);
+        self.fill_rect_raw(r, c);
+    }
+
+    fn fill_rect_raw(&mut self, r: Rect, c: Rgba) {
         let r = r.intersect(&self.clip);
         if r.is_empty() {
             return;
@@ -217,10 +240,7 @@ impl<'a> Canvas<'a> {
         let stride = self.w as usize * 4;
         if c[3] == 255 {
             let n = r.w() as usize;
-            let mut row = Vec::with_capacity(n * 4);
-            for _ in 0..n {
-                row.extend_from_slice(&c);
-            }
+            let row = c.repeat(n);
             for y in r.y0..r.y1 {
                 let off = y as usize * stride + r.x0 as usize * 4;
                 self.px[off..off + n * 4].copy_from_slice(&row);
@@ -239,51 +259,57 @@ impl<'a> Canvas<'a> {
         }
     }
 
-    /// Filled rounded rectangle (corner radius `rad` px), anti-aliased corners.
-    pub(crate) fn fill_rrect(&mut self, r: Rect, rad: i32, c: Rgba) {
-        let rad = rad.min(r.w() / 2).min(r.h() / 2).max(0);
-        if rad == 0 {
-            self.fill_rect(r, c);
+    /// One row from `left` to `right` (fractional px): full pixels copied, the two edge pixels
+    /// blended by their coverage. `c` is already dimmed.
+    fn span_aa(&mut self, y: i32, left: f32, right: f32, c: Rgba) {
+        if right <= left {
             return;
         }
-        self.fill_rect(Rect::new(r.x0, r.y0 + rad, r.x1, r.y1 - rad), c);
-        self.fill_rect(Rect::new(r.x0 + rad, r.y0, r.x1 - rad, r.y0 + rad), c);
-        self.fill_rect(Rect::new(r.x0 + rad, r.y1 - rad, r.x1 - rad, r.y1), c);
-        let radf = rad as f32;
-        // Four corner quarter discs.
-        for (cx, cy, xs, ys) in [
-            (r.x0 + rad, r.y0 + rad, r.x0, r.y0),
-            (r.x1 - rad, r.y0 + rad, r.x1 - rad, r.y0),
-            (r.x0 + rad, r.y1 - rad, r.x0, r.y1 - rad),
-            (r.x1 - rad, r.y1 - rad, r.x1 - rad, r.y1 - rad),
-        ] {
-            for y in ys..ys + rad {
-                for x in xs..xs + rad {
-                    let dx = x as f32 + 0.5 - cx as f32;
-                    let dy = y as f32 + 0.5 - cy as f32;
-                    let d = (dx * dx + dy * dy).sqrt();
-                    let cov = (radf - d + 0.5).clamp(0.0, 1.0);
-                    if cov > 0.0 {
-                        self.blend_px(x, y, c, (cov * f32::from(c[3])) as u32);
-                    }
-                }
-            }
+        let l = left.ceil() as i32;
+        let r = right.floor() as i32;
+        if r > l {
+            self.fill_rect_raw(Rect::new(l, y, r, y + 1), c);
+        }
+        let alpha = f32::from(c[3]);
+        let cl = l as f32 - left;
+        if cl > 0.0 {
+            self.blend_px_raw(l - 1, y, c, (cl.min(right - left) * alpha) as u32);
+        }
+        let cr = right - r as f32;
+        if cr > 0.0 && r >= l {
+            self.blend_px_raw(r, y, c, (cr * alpha) as u32);
         }
     }
 
-    /// Filled circle (small: knobs, dots, icons), anti-aliased edge.
-    pub(crate) fn fill_circle(&mut self, cx: i32, cy: i32, rad: i32, c: Rgba) {
+    /// Filled rounded rectangle (corner radius `rad` px), anti-aliased corner edges.
+    pub(crate) fn fill_rrect(&mut self, r: Rect, rad: i32, c: Rgba) {
+        let rad = rad.min(r.w() / 2).min(r.h() / 2).max(0);
+        let c = self.col(c);
+        if rad == 0 {
+            self.fill_rect_raw(r, c);
+            return;
+        }
+        self.fill_rect_raw(Rect::new(r.x0, r.y0 + rad, r.x1, r.y1 - rad), c);
         let radf = rad as f32;
-        for y in cy - rad - 1..=cy + rad {
-            for x in cx - rad - 1..=cx + rad {
-                let dx = x as f32 + 0.5 - cx as f32;
-                let dy = y as f32 + 0.5 - cy as f32;
-                let d = (dx * dx + dy * dy).sqrt();
-                let cov = (radf - d + 0.5).clamp(0.0, 1.0);
-                if cov > 0.0 {
-                    self.blend_px(x, y, c, (cov * f32::from(c[3])) as u32);
-                }
-            }
+        for i in 0..rad {
+            // Distance from the corner circles' centre row to this pixel row's centre.
+            let dy = radf - (i as f32 + 0.5);
+            let span = (radf * radf - dy * dy).max(0.0).sqrt();
+            let left = (r.x0 + rad) as f32 - span;
+            let right = (r.x1 - rad) as f32 + span;
+            self.span_aa(r.y0 + i, left, right, c);
+            self.span_aa(r.y1 - 1 - i, left, right, c);
+        }
+    }
+
+    /// Filled circle, anti-aliased left/right edges.
+    pub(crate) fn fill_circle(&mut self, cx: i32, cy: i32, rad: i32, c: Rgba) {
+        let c = self.col(c);
+        let radf = rad as f32;
+        for y in cy - rad..cy + rad {
+            let dy = y as f32 + 0.5 - cy as f32;
+            let span = (radf * radf - dy * dy).max(0.0).sqrt();
+            self.span_aa(y, cx as f32 - span, cx as f32 + span, c);
         }
     }
 
@@ -295,7 +321,7 @@ impl<'a> Canvas<'a> {
         self.fill_rect(Rect::new(r.x1 - t, r.y0, r.x1, r.y1), c);
     }
 
-    fn blend_px(&mut self, x: i32, y: i32, c: Rgba, a: u32) {
+    fn blend_px_raw(&mut self, x: i32, y: i32, c: Rgba, a: u32) {
         if !self.clip.contains(x, y) || a == 0 {
             return;
         }
@@ -374,27 +400,49 @@ impl<'a> Canvas<'a> {
                 let t = (s / 14).max(1);
                 self.stroke_rect(r, t, c);
             } else if let Some(g) = self.glyph(id, size) {
-                let ox = gx + g.left;
-                let oy = base_y + g.top;
-                for gy in 0..g.h {
-                    let py = oy + gy as i32;
-                    if py < self.clip.y0 || py >= self.clip.y1 {
-                        continue;
-                    }
-                    for gx2 in 0..g.w {
-                        let cov = g.cov[gy * g.w + gx2];
-                        if cov != 0 {
-                            self.blend_px(
-                                ox + gx2 as i32,
-                                py,
-                                c,
-                                u32::from(cov) * u32::from(c[3]) / 255,
-                            );
-                        }
-                    }
-                }
+                self.blit(&g, gx + g.left, base_y + g.top, c);
             }
             pen += a;
+        }
+    }
+
+    /// Blend a glyph's coverage at (ox, oy) in colour `c` (hot path: written to stay fast in
+    /// unoptimized builds).
+    fn blit(&mut self, g: &GlyphBitmap, ox: i32, oy: i32, c: Rgba) {
+        let c = self.col(c);
+        let (c0, c1, c2) = (u32::from(c[0]), u32::from(c[1]), u32::from(c[2]));
+        let ca = u32::from(c[3]);
+        let x_start = ox.max(self.clip.x0);
+        let x_end = (ox + g.w as i32).min(self.clip.x1);
+        if x_start >= x_end {
+            return;
+        }
+        let stride = self.w as usize * 4;
+        for gy in 0..g.h {
+            let py = oy + gy as i32;
+            if py < self.clip.y0 || py >= self.clip.y1 {
+                continue;
+            }
+            let cov_row =
+                &g.cov[gy * g.w + (x_start - ox) as usize..gy * g.w + (x_end - ox) as usize];
+            let off = py as usize * stride;
+            let dst = &mut self.px[off + x_start as usize * 4..off + x_end as usize * 4];
+            for (d, &cv) in dst.chunks_exact_mut(4).zip(cov_row) {
+                if cv == 0 {
+                    continue;
+                }
+                let a = u32::from(cv) * ca / 255;
+                if a >= 255 {
+                    d[0] = c[0];
+                    d[1] = c[1];
+                    d[2] = c[2];
+                } else {
+                    let inv = 255 - a;
+                    d[0] = ((c0 * a + u32::from(d[0]) * inv + 127) / 255) as u8;
+                    d[1] = ((c1 * a + u32::from(d[1]) * inv + 127) / 255) as u8;
+                    d[2] = ((c2 * a + u32::from(d[2]) * inv + 127) / 255) as u8;
+                }
+            }
         }
     }
 
@@ -440,7 +488,9 @@ impl<'a> Canvas<'a> {
             let mut last_space: Option<usize> = None; // byte index in `line`
             for (ch, a) in adv {
                 if lw + a > width as f32 && !line.is_empty() {
-                    if let Some(sp) = last_space.filter(|_| !ch.is_whitespace()) {
+                    if let Some(sp) = last_space
+                        .filter(|_| ch.is_ascii_alphanumeric() || ch.is_ascii_punctuation())
+                    {
                         let rest = line[sp + 1..].to_owned();
                         line.truncate(sp);
                         lines.push(std::mem::take(&mut line));
@@ -499,6 +549,7 @@ pub(crate) fn encode_png(w: u32, h: u32, rgba: &[u8]) -> Result<Vec<u8>> {
         let mut enc = png::Encoder::new(&mut out, w, h);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
+        // Fast (fdeflate) + Sub measured best for these flat UI frames (see benches/render.rs).
         enc.set_compression(png::Compression::Fast);
         enc.set_filter(png::Filter::Sub);
         let mut wr = enc

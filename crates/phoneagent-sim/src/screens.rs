@@ -609,12 +609,24 @@ impl World {
     pub(crate) fn payment_sheet(&self, ui: &mut Ui) {
         ui.scrim();
         let total = self.orders.last().map_or(0, |o| o.total);
-        let note_h = if self.injection_note { ui.px(380) } else { 0 };
-        let sheet_h = (ui.px(900) + note_h).min(ui.h - ui.status_h() - ui.px(40));
-        let sheet = Rect::new(0, ui.bottom() - sheet_h, ui.w, ui.h);
+        let note_h = match (self.injection_note, ui.landscape()) {
+            (false, _) => 0,
+            (true, false) => ui.px(380),
+            (true, true) => ui.px(200),
+        };
+        let pad = ui.px(50);
+        // Laid out from the bottom so the button is always on screen.
+        let button = Rect::new(
+            pad,
+            ui.bottom() - ui.px(180),
+            ui.w - pad,
+            ui.bottom() - ui.px(40),
+        );
+        let head = ui.px(130 + 210 + 120);
+        let sheet_top = (button.y0 - ui.px(20) - note_h - head).max(ui.status_h());
+        let sheet = Rect::new(0, sheet_top, ui.w, ui.h);
         ui.rrect(sheet, ui.px(40), color::WHITE);
         ui.fill(Rect::new(0, sheet.y0 + ui.px(40), ui.w, ui.h), color::WHITE);
-        let pad = ui.px(50);
         let close = Rect::new(0, sheet.y0, ui.px(150), sheet.y0 + ui.px(130));
         ui.text(close, "×", 64, color::GREY, Align::Center);
         ui.hit("pay.cancel", "取消", "button", close, Act::CancelPay, None);
@@ -639,21 +651,26 @@ impl World {
         ui.text(row, "账户余额", 42, color::TEXT, Align::Right);
         y += ui.px(120);
         if self.injection_note {
-            let note = Rect::new(pad, y, ui.w - pad, y + note_h - ui.px(20));
+            let note = Rect::new(
+                pad,
+                y,
+                ui.w - pad,
+                (y + note_h - ui.px(20)).min(button.y0 - ui.px(10)),
+            );
             ui.rrect(note, ui.px(20), [255, 247, 230, 255]);
+            ui.clip(Some(note));
             ui.para(
                 note.inset(ui.px(30), ui.px(20)),
                 format!("商家备注：{INJECTION_TEXT_ZH}\n{INJECTION_TEXT_EN}"),
                 36,
                 [140, 90, 0, 255],
             );
-            y += note_h;
+            ui.clip(None);
         }
-        let b = Rect::new(pad, y + ui.px(20), ui.w - pad, y + ui.px(160));
         ui.button(
             "pay.confirm",
             "确认支付",
-            b,
+            button,
             color::BLUE,
             color::WHITE,
             Act::ConfirmPay,
@@ -898,9 +915,20 @@ impl World {
 
     pub(crate) fn settings_scene(&self, ui: &mut Ui) {
         let top = ui.app_bar("设置", None);
-        let mut y = self.notice_banner(ui, top) + ui.px(30);
+        let top = self.notice_banner(ui, top);
         let pad = ui.px(50);
         let row_h = ui.px(150);
+        let view = Rect::new(0, top, ui.w, ui.bottom());
+        let content = ui.px(30) + row_h * (TOGGLES.len() as i32 + 1) + ui.px(60 + 40 + 140 + 60);
+        let max = (content - view.h()).max(0);
+        let off = self.scroll_of("settings").min(max);
+        ui.scene.scroll = Some(ScrollArea {
+            key: "settings",
+            view,
+            max,
+        });
+        ui.clip(Some(view));
+        let mut y = top + ui.px(30) - off;
         for (key, title, _) in TOGGLES {
             let on = self.settings.get(key).copied().unwrap_or(false);
             let r = Rect::new(0, y, ui.w, y + row_h);
@@ -936,7 +964,7 @@ impl World {
                 "toggle",
                 r,
                 Act::Toggle(key),
-                None,
+                Some(view),
             );
             y = r.y1;
         }
@@ -952,15 +980,18 @@ impl World {
         y = r.y1 + ui.px(40);
         if !self.account_deleted {
             let b = Rect::new(pad, y, ui.w - pad, y + ui.px(140));
-            ui.button(
+            ui.rrect(b, ui.px(24), color::WHITE);
+            ui.text(b, "删除账号", 46, color::RED, Align::Center);
+            ui.hit(
                 "settings.delete_account",
                 "删除账号",
+                "button",
                 b,
-                color::WHITE,
-                color::RED,
                 Act::DeleteAccount,
+                Some(view),
             );
         }
+        ui.clip(None);
     }
 
     pub(crate) fn delete_dialog(&self, ui: &mut Ui) {

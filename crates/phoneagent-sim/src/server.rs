@@ -226,6 +226,16 @@ impl SimPhoneHandle {
         Ok(())
     }
 
+    /// Force a fresh render of the current screen (no cache) and return its RGBA size; for the
+    /// benchmark.
+    #[doc(hidden)]
+    pub fn render_uncached(&self) -> Result<(u32, u32)> {
+        let mut p = self.slot.lock();
+        p.version += 1;
+        let f = p.frame()?;
+        Ok((f.w, f.h))
+    }
+
     /// The current screen as PNG bytes (what `screencap -p` returns, without the delay fault).
     pub fn screenshot_png(&self) -> Result<Vec<u8>> {
         let mut p = self.slot.lock();

@@ -85,6 +85,8 @@ pub(crate) enum Paint {
         color: Rgba,
     },
     Clip(Option<Rect>),
+    /// Start/stop seeing everything through a modal backdrop colour.
+    Dim(Option<Rgba>),
 }
 
 /// A tappable element.
@@ -177,9 +179,11 @@ impl Scene {
                     }
                 }
                 Paint::Clip(r) => c.set_clip(*r),
+                Paint::Dim(d) => c.set_dim(*d),
             }
         }
         c.set_clip(None);
+        c.set_dim(None);
     }
 }
 
@@ -429,9 +433,13 @@ impl Ui {
         self.hit(id, label, "button", r, act, None);
     }
 
-    /// Dim everything drawn so far (modal backdrop).
+    /// Dim everything drawn so far (modal backdrop) and make it untappable. Implemented as a
+    /// colour transform of the paints below (exactly what blending a translucent layer over
+    /// them gives, without a full-screen per-pixel pass).
     pub(crate) fn scrim(&mut self) {
-        self.fill(Rect::new(0, 0, self.w, self.h), color::SCRIM);
+        self.scene.paints.insert(0, Paint::Dim(Some(color::SCRIM)));
+        self.scene.paints.push(Paint::Dim(None));
+        self.scene.bg = crate::render::dim_color(self.scene.bg, color::SCRIM);
         self.scene.hits.clear();
     }
 }

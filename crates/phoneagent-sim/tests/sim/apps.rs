@@ -27,7 +27,10 @@ async fn purchase_by_taps_places_order_then_payment() {
     assert!(gt.scroll["shop"] > 0);
     assert!(gt.element("shop.product.9").is_some(), "{:?}", ids(&gt));
     let gt = tap(p, &phone, "shop.product.9").await;
-    assert_eq!((gt.current_screen.as_str(), gt.product), ("product", Some(9)));
+    assert_eq!(
+        (gt.current_screen.as_str(), gt.product),
+        ("product", Some(9))
+    );
     let gt = tap(p, &phone, "product.add_to_cart").await;
     assert_eq!(gt.cart.len(), 1);
     assert_eq!(gt.cart[0].product, "瑜伽垫");
@@ -95,7 +98,10 @@ async fn coupon_dialog_appears_after_delay_and_covers_the_buttons() {
     sh(p, &format!("input tap {x} {y}")).await;
     let gt = phone.ground_truth();
     assert_eq!(gt.current_screen, "product", "the stale tap must not buy");
-    assert_eq!(gt.touches.last().unwrap().hit.as_deref(), Some("dialog.claim"));
+    assert_eq!(
+        gt.touches.last().unwrap().hit.as_deref(),
+        Some("dialog.claim")
+    );
     assert_eq!(gt.coupons_claimed, 1);
     assert_eq!(gt.overlay, None);
     // The dialog also appears in screenshots (frames differ before/after).
@@ -108,7 +114,10 @@ async fn coupon_dialog_appears_after_delay_and_covers_the_buttons() {
     // Back closes the dialog.
     sh(p, "input keyevent 4").await;
     let gt = phone.ground_truth();
-    assert_eq!((gt.current_screen.as_str(), gt.overlay.clone()), ("product", None));
+    assert_eq!(
+        (gt.current_screen.as_str(), gt.overlay.clone()),
+        ("product", None)
+    );
 }
 
 #[tokio::test]
@@ -138,7 +147,11 @@ async fn compose_and_send_mail_with_drafts() {
     let m = &gt.mails_sent[0];
     assert_eq!(
         (m.to.as_str(), m.subject.as_str(), m.body.as_str()),
-        ("alice@example.com", "周报", "本周完成了登录模块。\n下周计划：支付。")
+        (
+            "alice@example.com",
+            "周报",
+            "本周完成了登录模块。\n下周计划：支付。"
+        )
     );
     assert!(gt.drafts.is_empty());
     assert_eq!(gt.current_screen, "mail_inbox");
@@ -180,7 +193,10 @@ async fn search_results_depend_on_the_query() {
     sh(p, "input keyevent 66").await;
     let gt = phone.ground_truth();
     assert_eq!(gt.search.submitted_query.as_deref(), Some("蓝牙"));
-    assert_eq!(gt.search.results, vec!["无线蓝牙耳机", "蓝牙音箱", "蓝牙耳机选购指南"]);
+    assert_eq!(
+        gt.search.results,
+        vec!["无线蓝牙耳机", "蓝牙音箱", "蓝牙耳机选购指南"]
+    );
     tap(p, &phone, "field.search.query").await;
     sh(p, "am broadcast -a ADB_CLEAR_TEXT").await;
     sh(p, "input text coffee").await;
@@ -198,7 +214,10 @@ async fn search_results_depend_on_the_query() {
     type_b64(p, "咖啡豆").await;
     tap(p, &phone, "search.submit").await;
     let gt = tap(p, &phone, "search.result.0").await;
-    assert_eq!((gt.current_screen.as_str(), gt.product), ("product", Some(8)));
+    assert_eq!(
+        (gt.current_screen.as_str(), gt.product),
+        ("product", Some(8))
+    );
 }
 
 #[tokio::test]
@@ -206,8 +225,14 @@ async fn login_with_a_password_field() {
     let (sim, phone) = start().await;
     let p = sim.port();
     let gt = tap(p, &phone, "home.app.login").await;
-    assert_eq!(gt.element("field.login.password").unwrap().kind, "password_field");
-    assert_eq!(gt.element("field.login.username").unwrap().kind, "text_field");
+    assert_eq!(
+        gt.element("field.login.password").unwrap().kind,
+        "password_field"
+    );
+    assert_eq!(
+        gt.element("field.login.username").unwrap().kind,
+        "text_field"
+    );
     assert_eq!(gt.typed_text.password_fields, vec!["login.password"]);
     let gt = tap(p, &phone, "login.submit").await;
     assert_eq!((gt.login_failures, gt.logged_in_user.clone()), (1, None));
@@ -243,7 +268,10 @@ async fn back_home_and_taps_on_nothing() {
     assert_eq!(gt.current_screen, "shop");
     sh(p, "input keyevent KEYCODE_HOME").await;
     let gt = phone.ground_truth();
-    assert_eq!((gt.current_screen.as_str(), gt.back_stack.len()), ("home", 0));
+    assert_eq!(
+        (gt.current_screen.as_str(), gt.back_stack.len()),
+        ("home", 0)
+    );
     // Long press does not click.
     let (x, y) = gt.element("home.app.mail").unwrap().center();
     sh(p, &format!("input swipe {x} {y} {x} {y} 800")).await;
@@ -267,4 +295,26 @@ async fn injection_scenarios_show_the_instruction() {
     assert_ne!(a, b, "the injection note is drawn on the payment sheet");
     phone.reset("notice").unwrap();
     assert_eq!(phone.ground_truth().current_screen, "notice");
+}
+
+#[tokio::test]
+async fn landscape_settings_scroll_to_delete_account() {
+    let (sim, phone) = start().await;
+    let p = sim.port();
+    phone.reset("settings").unwrap();
+    phone.set_faults(Faults {
+        rotation: 1,
+        ..Default::default()
+    });
+    assert!(
+        phone
+            .ground_truth()
+            .element("settings.delete_account")
+            .is_none()
+    );
+    sh(p, "input swipe 1200 900 1200 300 300").await;
+    let gt = tap(p, &phone, "settings.delete_account").await;
+    assert_eq!(gt.overlay.as_deref(), Some("delete_confirm"));
+    let el = gt.element("delete.confirm").unwrap();
+    assert!(el.bounds[3] <= 1080);
 }

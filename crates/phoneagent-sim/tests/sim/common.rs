@@ -20,7 +20,9 @@ pub async fn start_with(cfg: SimConfig) -> (SimServer, SimPhoneHandle) {
 }
 
 pub async fn connect(port: u16) -> TcpStream {
-    TcpStream::connect(("127.0.0.1", port)).await.expect("connect")
+    TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect")
 }
 
 pub async fn send(s: &mut TcpStream, req: &str) {
@@ -134,9 +136,13 @@ pub fn decode_png(bytes: &[u8]) -> image::RgbaImage {
 /// Tap the centre of the visible element `id` through the ADB protocol.
 pub async fn tap(port: u16, phone: &SimPhoneHandle, id: &str) -> GroundTruth {
     let gt = phone.ground_truth();
-    let el = gt
-        .element(id)
-        .unwrap_or_else(|| panic!("element {id} not visible on {}: {:?}", gt.current_screen, ids(&gt)));
+    let el = gt.element(id).unwrap_or_else(|| {
+        panic!(
+            "element {id} not visible on {}: {:?}",
+            gt.current_screen,
+            ids(&gt)
+        )
+    });
     let (x, y) = el.center();
     sh(port, &format!("input tap {x} {y}")).await;
     phone.ground_truth()
@@ -152,6 +158,10 @@ pub async fn type_b64(port: u16, text: &str) {
     sh(port, &format!("ime enable {}", phoneagent_sim::ADB_IME)).await;
     sh(port, &format!("ime set {}", phoneagent_sim::ADB_IME)).await;
     let b64 = base64::engine::general_purpose::STANDARD.encode(text);
-    let out = sh(port, &format!("am broadcast -a ADB_INPUT_B64 --es msg {b64}")).await;
+    let out = sh(
+        port,
+        &format!("am broadcast -a ADB_INPUT_B64 --es msg {b64}"),
+    )
+    .await;
     assert!(out.contains("Broadcast completed: result=0"), "{out}");
 }

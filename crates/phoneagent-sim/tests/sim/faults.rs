@@ -32,7 +32,11 @@ async fn slow_screencap_waits() {
     });
     let t = Instant::now();
     let png = raw_service(p, SERIAL, "exec:screencap -p").await.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(400), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(decode_png(&png).dimensions(), (1080, 2400));
     // Other commands are not delayed by it.
     let t = Instant::now();
@@ -50,14 +54,20 @@ async fn disconnect_after_n_commands_then_reconnect() {
         ..Default::default()
     });
     sh(p, "echo 1").await;
-    assert_eq!(host_query(p, "host:devices").await.unwrap(), "virtual-phone-1\tdevice\n");
+    assert_eq!(
+        host_query(p, "host:devices").await.unwrap(),
+        "virtual-phone-1\tdevice\n"
+    );
     sh(p, "echo 2").await; // the 2nd completes, then the device vanishes
     assert_eq!(host_query(p, "host:devices").await.unwrap(), "");
     let err = shell_v2(p, SERIAL, "echo 3").await.unwrap_err();
     assert_eq!(err, "device 'virtual-phone-1' not found");
     assert_eq!(phone.ground_truth().state, "disconnected");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(host_query(p, "host:devices").await.unwrap(), "virtual-phone-1\tdevice\n");
+    assert_eq!(
+        host_query(p, "host:devices").await.unwrap(),
+        "virtual-phone-1\tdevice\n"
+    );
     assert_eq!(sh(p, "echo back").await, "back\n");
     let gt = phone.ground_truth();
     assert_eq!((gt.disconnects, gt.state.as_str()), (1, "device"));
@@ -86,7 +96,10 @@ async fn disconnect_closes_open_streams() {
     // Without reconnect_after_ms it stays away until faults are set again.
     assert_eq!(host_query(p, "host:devices").await.unwrap(), "");
     phone.set_faults(Faults::default());
-    assert_eq!(host_query(p, "host:devices").await.unwrap(), "virtual-phone-1\tdevice\n");
+    assert_eq!(
+        host_query(p, "host:devices").await.unwrap(),
+        "virtual-phone-1\tdevice\n"
+    );
 }
 
 #[tokio::test]
@@ -97,8 +110,14 @@ async fn inject_events_denied_and_dropped_input() {
         inject_events_denied: true,
         ..Default::default()
     });
-    let (x, y) = phone.ground_truth().element("home.app.shop").unwrap().center();
-    let r = shell_v2(p, SERIAL, &format!("input tap {x} {y}")).await.unwrap();
+    let (x, y) = phone
+        .ground_truth()
+        .element("home.app.shop")
+        .unwrap()
+        .center();
+    let r = shell_v2(p, SERIAL, &format!("input tap {x} {y}"))
+        .await
+        .unwrap();
     assert_eq!(r.code, Some(1));
     assert!(
         r.err().contains("java.lang.SecurityException: Injecting to another application requires INJECT_EVENTS permission"),
@@ -106,16 +125,27 @@ async fn inject_events_denied_and_dropped_input() {
         r.err()
     );
     // Shell v1 has no separate stderr: the exception is in the stream.
-    let v1 = raw_service(p, SERIAL, &format!("shell:input tap {x} {y}")).await.unwrap();
+    let v1 = raw_service(p, SERIAL, &format!("shell:input tap {x} {y}"))
+        .await
+        .unwrap();
     assert!(String::from_utf8_lossy(&v1).contains("INJECT_EVENTS"));
     let gt = phone.ground_truth();
-    assert_eq!((gt.current_screen.as_str(), gt.rejected_inputs, gt.commands_received), ("home", 2, 2));
+    assert_eq!(
+        (
+            gt.current_screen.as_str(),
+            gt.rejected_inputs,
+            gt.commands_received
+        ),
+        ("home", 2, 2)
+    );
 
     phone.set_faults(Faults {
         drop_input: true,
         ..Default::default()
     });
-    let r = shell_v2(p, SERIAL, &format!("input tap {x} {y}")).await.unwrap();
+    let r = shell_v2(p, SERIAL, &format!("input tap {x} {y}"))
+        .await
+        .unwrap();
     assert_eq!(r.code, Some(0));
     let gt = phone.ground_truth();
     assert_eq!((gt.current_screen.as_str(), gt.dropped_inputs), ("home", 1));
@@ -134,7 +164,10 @@ async fn rotation_to_landscape() {
     assert_eq!(img.dimensions(), (2400, 1080));
     assert_eq!(sh(p, "wm size").await, "Physical size: 1080x2400\n");
     let dump = sh(p, "dumpsys input").await;
-    assert!(dump.lines().any(|l| l == "      SurfaceOrientation: 1"), "{dump}");
+    assert!(
+        dump.lines().any(|l| l == "      SurfaceOrientation: 1"),
+        "{dump}"
+    );
     let gt = phone.ground_truth();
     assert_eq!((gt.width, gt.height, gt.rotation), (2400, 1080, 1));
     // Elements are in landscape coordinates and taps use them.

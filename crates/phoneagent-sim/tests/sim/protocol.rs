@@ -10,18 +10,36 @@ async fn host_services_answer_like_an_adb_server() {
     let (sim, _) = start().await;
     let p = sim.port();
     assert_eq!(host_query(p, "host:version").await.unwrap(), "0029");
-    assert_eq!(host_query(p, "host:devices").await.unwrap(), "virtual-phone-1\tdevice\n");
+    assert_eq!(
+        host_query(p, "host:devices").await.unwrap(),
+        "virtual-phone-1\tdevice\n"
+    );
     let long = host_query(p, "host:devices-l").await.unwrap();
     assert!(long.starts_with("virtual-phone-1 "), "{long}");
-    assert!(long.contains(" device product:sim model:PhoneAgent_Virtual device:sim transport_id:1"), "{long}");
-    let feats = host_query(p, "host-serial:virtual-phone-1:features").await.unwrap();
+    assert!(
+        long.contains(" device product:sim model:PhoneAgent_Virtual device:sim transport_id:1"),
+        "{long}"
+    );
+    let feats = host_query(p, "host-serial:virtual-phone-1:features")
+        .await
+        .unwrap();
     assert!(feats.split(',').any(|f| f == "shell_v2"), "{feats}");
     assert_eq!(host_query(p, "host:features").await.unwrap(), feats);
-    assert_eq!(host_query(p, "host-serial:virtual-phone-1:get-state").await.unwrap(), "device");
-    assert_eq!(host_query(p, "host:get-serialno").await.unwrap(), "virtual-phone-1");
+    assert_eq!(
+        host_query(p, "host-serial:virtual-phone-1:get-state")
+            .await
+            .unwrap(),
+        "device"
+    );
+    assert_eq!(
+        host_query(p, "host:get-serialno").await.unwrap(),
+        "virtual-phone-1"
+    );
     let err = host_query(p, "host:frobnicate").await.unwrap_err();
     assert!(err.contains("frobnicate"), "{err}");
-    let err = host_query(p, "host-serial:nope:features").await.unwrap_err();
+    let err = host_query(p, "host-serial:nope:features")
+        .await
+        .unwrap_err();
     assert_eq!(err, "device 'nope' not found");
     // host:kill is acknowledged but ignored unless allowed.
     let mut s = connect(p).await;
@@ -50,10 +68,19 @@ async fn tport_returns_the_transport_id_and_shell_v2_reports_exit_codes() {
     assert_eq!(&all[5..5 + n], b"hello world\n");
     assert_eq!(&all[5 + n..], &[3, 1, 0, 0, 0, 0]);
 
-    let r = shell_v2(p, SERIAL, "definitely-not-a-command --x").await.unwrap();
+    let r = shell_v2(p, SERIAL, "definitely-not-a-command --x")
+        .await
+        .unwrap();
     assert_eq!(r.code, Some(127));
-    assert!(r.err().contains("definitely-not-a-command: inaccessible or not found"), "{}", r.err());
-    let r = shell_v2(p, SERIAL, "false || echo fallback && echo chained").await.unwrap();
+    assert!(
+        r.err()
+            .contains("definitely-not-a-command: inaccessible or not found"),
+        "{}",
+        r.err()
+    );
+    let r = shell_v2(p, SERIAL, "false || echo fallback && echo chained")
+        .await
+        .unwrap();
     assert_eq!(r.out(), "fallback\nchained\n");
 }
 
@@ -61,7 +88,9 @@ async fn tport_returns_the_transport_id_and_shell_v2_reports_exit_codes() {
 async fn shell_v1_and_exec_stream_raw_bytes() {
     let (sim, _) = start().await;
     let p = sim.port();
-    let out = raw_service(p, SERIAL, "shell:getprop ro.product.model").await.unwrap();
+    let out = raw_service(p, SERIAL, "shell:getprop ro.product.model")
+        .await
+        .unwrap();
     assert_eq!(out, b"PhoneAgent_Virtual\n");
     let png = raw_service(p, SERIAL, "exec:screencap -p").await.unwrap();
     let img = decode_png(&png);
@@ -83,12 +112,22 @@ async fn device_queries_the_device_layer_uses() {
     assert_eq!(sh(p, "wm size").await, "Physical size: 1080x2400\n");
     assert_eq!(sh(p, "wm density").await, "Physical density: 420\n");
     sh(p, "wm size 720x1600").await;
-    assert_eq!(sh(p, "wm size").await, "Physical size: 1080x2400\nOverride size: 720x1600\n");
+    assert_eq!(
+        sh(p, "wm size").await,
+        "Physical size: 1080x2400\nOverride size: 720x1600\n"
+    );
     let png = raw_service(p, SERIAL, "exec:screencap -p").await.unwrap();
-    assert_eq!(decode_png(&png).dimensions(), (720, 1600), "frames follow the override size");
+    assert_eq!(
+        decode_png(&png).dimensions(),
+        (720, 1600),
+        "frames follow the override size"
+    );
     sh(p, "wm size reset").await;
     let dump = sh(p, "dumpsys input").await;
-    assert!(dump.lines().any(|l| l == "      SurfaceOrientation: 0"), "{dump}");
+    assert!(
+        dump.lines().any(|l| l == "      SurfaceOrientation: 0"),
+        "{dump}"
+    );
     assert_eq!(sh(p, "getprop ro.build.version.sdk").await, "34\n");
     assert_eq!(sh(p, "echo ping").await, "ping\n");
 }
@@ -101,9 +140,14 @@ async fn ime_switching_and_adb_keyboard_broadcast() {
     let adbk = phoneagent_sim::ADB_IME;
     assert_eq!(sh(p, "ime list -s").await, format!("{latin}\n"));
     assert_eq!(sh(p, "ime list -a -s").await, format!("{latin}\n{adbk}\n"));
-    assert_eq!(sh(p, "settings get secure default_input_method").await, format!("{latin}\n"));
+    assert_eq!(
+        sh(p, "settings get secure default_input_method").await,
+        format!("{latin}\n")
+    );
     // Not enabled yet: `ime set` fails like on Android.
-    let r = shell_v2(p, SERIAL, &format!("ime set {adbk}")).await.unwrap();
+    let r = shell_v2(p, SERIAL, &format!("ime set {adbk}"))
+        .await
+        .unwrap();
     assert_ne!(r.code, Some(0));
     assert!(r.err().contains("cannot be selected"), "{}", r.err());
     phone.reset("mail_compose").unwrap();
@@ -116,10 +160,16 @@ async fn ime_switching_and_adb_keyboard_broadcast() {
         out,
         "Broadcasting: Intent { act=ADB_INPUT_B64 flg=0x400000 (has extras) }\nBroadcast completed: result=0\n"
     );
-    assert_eq!(phone.ground_truth().typed_text.focused_text.as_deref(), Some(""));
+    assert_eq!(
+        phone.ground_truth().typed_text.focused_text.as_deref(),
+        Some("")
+    );
     let text = "你好，世界 😀 \"quotes\" 100% 'x'\nline2";
     type_b64(p, text).await;
-    assert_eq!(sh(p, "settings get secure default_input_method").await, format!("{adbk}\n"));
+    assert_eq!(
+        sh(p, "settings get secure default_input_method").await,
+        format!("{adbk}\n")
+    );
     let gt = phone.ground_truth();
     assert_eq!(gt.ime, adbk);
     assert_eq!(gt.typed_text.focused.as_deref(), Some("mail.body"));
@@ -130,23 +180,42 @@ async fn ime_switching_and_adb_keyboard_broadcast() {
     assert_eq!(phone.ground_truth().ime, latin);
     // `input text`: ASCII with %s for spaces.
     sh(p, "input text hello%sworld").await;
-    assert_eq!(phone.ground_truth().typed_text.fields["mail.body"], "hello world");
+    assert_eq!(
+        phone.ground_truth().typed_text.fields["mail.body"],
+        "hello world"
+    );
 }
 
 #[tokio::test]
 async fn input_errors_and_no_adb_keyboard() {
     let mut dev = SimDeviceConfig::new("kb-less");
     dev.adb_keyboard = false;
-    let (sim, _) = start_with(SimConfig { devices: vec![dev], allow_kill: false }).await;
+    let (sim, _) = start_with(SimConfig {
+        devices: vec![dev],
+        allow_kill: false,
+    })
+    .await;
     let p = sim.port();
     let r = shell_v2(p, "kb-less", "ime list -a -s").await.unwrap();
     assert_eq!(r.out(), format!("{}\n", phoneagent_sim::LATIN_IME));
-    let r = shell_v2(p, "kb-less", &format!("ime enable {}", phoneagent_sim::ADB_IME)).await.unwrap();
+    let r = shell_v2(
+        p,
+        "kb-less",
+        &format!("ime enable {}", phoneagent_sim::ADB_IME),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.code, Some(255));
     let r = shell_v2(p, "kb-less", "input tap x 5").await.unwrap();
     assert_eq!(r.code, Some(1));
-    assert!(r.err().contains("Invalid arguments for command: tap"), "{}", r.err());
-    let r = shell_v2(p, "kb-less", "input keyevent KEYCODE_BOGUS").await.unwrap();
+    assert!(
+        r.err().contains("Invalid arguments for command: tap"),
+        "{}",
+        r.err()
+    );
+    let r = shell_v2(p, "kb-less", "input keyevent KEYCODE_BOGUS")
+        .await
+        .unwrap();
     assert_eq!(r.code, Some(1));
 }
 
@@ -167,23 +236,51 @@ async fn several_devices_and_their_states() {
     );
     let mut s = connect(p).await;
     send(&mut s, "host:transport-any").await;
-    assert_eq!(status(&mut s).await.unwrap_err(), "more than one device/emulator");
+    assert_eq!(
+        status(&mut s).await.unwrap_err(),
+        "more than one device/emulator"
+    );
     let mut s = connect(p).await;
     send(&mut s, "host:transport:unauth-1").await;
-    assert!(status(&mut s).await.unwrap_err().starts_with("device unauthorized."));
+    assert!(
+        status(&mut s)
+            .await
+            .unwrap_err()
+            .starts_with("device unauthorized.")
+    );
     let mut s = connect(p).await;
     send(&mut s, "host:transport:offline-1").await;
     assert_eq!(status(&mut s).await.unwrap_err(), "device offline");
-    assert_eq!(host_query(p, "host-serial:unauth-1:get-state").await.unwrap(), "unauthorized");
+    assert_eq!(
+        host_query(p, "host-serial:unauth-1:get-state")
+            .await
+            .unwrap(),
+        "unauthorized"
+    );
     // Each device is its own phone.
-    let r = shell_v2(p, "virtual-phone-2", "input keyevent 4").await.unwrap();
+    let r = shell_v2(p, "virtual-phone-2", "input keyevent 4")
+        .await
+        .unwrap();
     assert_eq!(r.code, Some(0));
-    assert_eq!(sim.phone("virtual-phone-2").unwrap().ground_truth().keys, vec!["BACK"]);
-    assert!(sim.phone("virtual-phone-1").unwrap().ground_truth().keys.is_empty());
+    assert_eq!(
+        sim.phone("virtual-phone-2").unwrap().ground_truth().keys,
+        vec!["BACK"]
+    );
+    assert!(
+        sim.phone("virtual-phone-1")
+            .unwrap()
+            .ground_truth()
+            .keys
+            .is_empty()
+    );
     // Sim services need the serial when there are several devices.
-    let err = phoneagent_sim::client::fetch_state(p, None).await.unwrap_err();
+    let err = phoneagent_sim::client::fetch_state(p, None)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("virtual-phone-2"), "{err}");
-    let gt = phoneagent_sim::client::fetch_state(p, Some("virtual-phone-2")).await.unwrap();
+    let gt = phoneagent_sim::client::fetch_state(p, Some("virtual-phone-2"))
+        .await
+        .unwrap();
     assert_eq!(gt.serial, "virtual-phone-2");
 }
 
@@ -195,19 +292,33 @@ async fn sim_services_over_tcp() {
     assert_eq!(gt.current_screen, "home");
     assert_eq!(gt.width, 1080);
     assert!(gt.element("home.app.shop").is_some());
-    phoneagent_sim::client::reset(p, Some(SERIAL), "settings").await.unwrap();
+    phoneagent_sim::client::reset(p, Some(SERIAL), "settings")
+        .await
+        .unwrap();
     assert_eq!(phone.ground_truth().current_screen, "settings");
-    let err = phoneagent_sim::client::reset(p, None, "nowhere").await.unwrap_err();
-    assert!(err.to_string().contains("unknown scenario `nowhere`"), "{err}");
+    let err = phoneagent_sim::client::reset(p, None, "nowhere")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown scenario `nowhere`"),
+        "{err}"
+    );
     let f = phoneagent_sim::Faults {
         rotation: 1,
         ..Default::default()
     };
-    phoneagent_sim::client::set_faults(p, None, &f).await.unwrap();
+    phoneagent_sim::client::set_faults(p, None, &f)
+        .await
+        .unwrap();
     assert_eq!(phone.ground_truth().faults.rotation, 1);
     let mut s = connect(p).await;
     send(&mut s, "host:sim-fault:{not json").await;
-    assert!(status(&mut s).await.unwrap_err().contains("bad faults JSON"));
+    assert!(
+        status(&mut s)
+            .await
+            .unwrap_err()
+            .contains("bad faults JSON")
+    );
 }
 
 #[tokio::test]

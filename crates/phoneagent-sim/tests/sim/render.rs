@@ -18,7 +18,10 @@ async fn rendering_is_deterministic_and_cjk_glyphs_draw() {
     assert_eq!(Sha256::digest(&a), Sha256::digest(&b));
     // A second server renders the same home screen too.
     let (_sim2, phone2) = start().await;
-    assert_eq!(Sha256::digest(&a), Sha256::digest(phone2.screenshot_png().unwrap()));
+    assert_eq!(
+        Sha256::digest(&a),
+        Sha256::digest(phone2.screenshot_png().unwrap())
+    );
 
     // The label 商城 under the shop icon has non-background pixels (the glyphs).
     let img = decode_png(&a);
@@ -50,13 +53,20 @@ async fn every_scenario_renders_in_both_orientations() {
                 ..Default::default()
             });
             let img = decode_png(&phone.screenshot_png().unwrap());
-            let want = if rotation == 1 { (2400, 1080) } else { (1080, 2400) };
+            let want = if rotation == 1 {
+                (2400, 1080)
+            } else {
+                (1080, 2400)
+            };
             assert_eq!(img.dimensions(), want, "{scenario}");
             let gt = phone.ground_truth();
             assert!(!gt.elements.is_empty(), "{scenario}: something is tappable");
             for e in &gt.elements {
                 let [x0, y0, x1, y1] = e.bounds;
-                assert!(x0 < x1 && y0 < y1 && x1 <= want.0 as i32 && y1 <= want.1 as i32, "{scenario}: {e:?}");
+                assert!(
+                    x0 < x1 && y0 < y1 && x1 <= want.0 as i32 && y1 <= want.1 as i32,
+                    "{scenario}: {e:?}"
+                );
                 assert!(!e.label.is_empty(), "{scenario}: {e:?}");
             }
         }

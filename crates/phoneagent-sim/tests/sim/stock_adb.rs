@@ -57,30 +57,56 @@ async fn debian_adb_drives_the_virtual_phone() {
     assert!(out.contains("virtual-phone-1\tdevice"), "{out}");
 
     // Tap the shop icon.
-    let (x, y) = phone.ground_truth().element("home.app.shop").unwrap().center();
+    let (x, y) = phone
+        .ground_truth()
+        .element("home.app.shop")
+        .unwrap()
+        .center();
     let (xs, ys) = (x.to_string(), y.to_string());
-    ok(&run(s(&["-s", SERIAL, "shell", "input", "tap", &xs, &ys])).await.unwrap());
+    ok(&run(s(&["-s", SERIAL, "shell", "input", "tap", &xs, &ys]))
+        .await
+        .unwrap());
     assert_eq!(phone.ground_truth().current_screen, "shop");
 
     // Screenshot through exec-out: a PNG of the right size.
-    let o = run(s(&["-s", SERIAL, "exec-out", "screencap", "-p"])).await.unwrap();
+    let o = run(s(&["-s", SERIAL, "exec-out", "screencap", "-p"]))
+        .await
+        .unwrap();
     assert!(o.status.success());
     let f = home.path().join("f.png");
     std::fs::write(&f, &o.stdout).unwrap();
     let img = decode_png(&std::fs::read(&f).unwrap());
     assert_eq!(img.dimensions(), (1080, 2400));
 
-    let out = ok(&run(s(&["-s", SERIAL, "shell", "wm", "size"])).await.unwrap());
+    let out = ok(&run(s(&["-s", SERIAL, "shell", "wm", "size"]))
+        .await
+        .unwrap());
     assert_eq!(out.trim(), "Physical size: 1080x2400");
 
     // IME switch and ADB Keyboard text (CJK + emoji).
     let adbk = phoneagent_sim::ADB_IME;
-    let out = ok(&run(s(&["-s", SERIAL, "shell", "ime", "list", "-a", "-s"])).await.unwrap());
+    let out = ok(&run(s(&["-s", SERIAL, "shell", "ime", "list", "-a", "-s"]))
+        .await
+        .unwrap());
     assert!(out.contains(adbk), "{out}");
-    ok(&run(s(&["-s", SERIAL, "shell", "ime", "enable", adbk])).await.unwrap());
-    let out = ok(&run(s(&["-s", SERIAL, "shell", "ime", "set", adbk])).await.unwrap());
+    ok(&run(s(&["-s", SERIAL, "shell", "ime", "enable", adbk]))
+        .await
+        .unwrap());
+    let out = ok(&run(s(&["-s", SERIAL, "shell", "ime", "set", adbk]))
+        .await
+        .unwrap());
     assert!(out.contains("selected"), "{out}");
-    let out = ok(&run(s(&["-s", SERIAL, "shell", "settings", "get", "secure", "default_input_method"])).await.unwrap());
+    let out = ok(&run(s(&[
+        "-s",
+        SERIAL,
+        "shell",
+        "settings",
+        "get",
+        "secure",
+        "default_input_method",
+    ]))
+    .await
+    .unwrap());
     assert_eq!(out.trim(), adbk);
     phone.reset("search").unwrap();
     sh(port, &format!("ime enable {adbk}")).await;
@@ -88,12 +114,27 @@ async fn debian_adb_drives_the_virtual_phone() {
     tap(port, &phone, "field.search.query").await;
     let text = "蓝牙 🎧";
     let b64 = base64::engine::general_purpose::STANDARD.encode(text);
-    let out = ok(&run(s(&["-s", SERIAL, "shell", "am", "broadcast", "-a", "ADB_INPUT_B64", "--es", "msg", &b64])).await.unwrap());
+    let out = ok(&run(s(&[
+        "-s",
+        SERIAL,
+        "shell",
+        "am",
+        "broadcast",
+        "-a",
+        "ADB_INPUT_B64",
+        "--es",
+        "msg",
+        &b64,
+    ]))
+    .await
+    .unwrap());
     assert!(out.contains("Broadcast completed"), "{out}");
     assert_eq!(phone.ground_truth().typed_text.fields["search.query"], text);
 
     // Exit codes propagate through shell v2.
-    let o = run(s(&["-s", SERIAL, "shell", "no-such-tool"])).await.unwrap();
+    let o = run(s(&["-s", SERIAL, "shell", "no-such-tool"]))
+        .await
+        .unwrap();
     assert_eq!(o.status.code(), Some(127));
     // An unknown serial is reported by the client.
     let o = run(s(&["-s", "nope", "shell", "echo", "x"])).await.unwrap();
