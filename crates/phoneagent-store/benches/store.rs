@@ -4,7 +4,7 @@
 //!
 //! Measures, on a temporary file-backed store:
 //! * `append_event` latency (p50/p99/max) with a realistic ~1 KB payload, under
-//!   `synchronous=FULL` (the default) and `NORMAL`;
+//!   `synchronous=NORMAL` (the default) and `FULL`;
 //! * `put_screenshot` of a 1080×2400 PNG (hash + insert), new and deduplicated;
 //! * exporting a 30-step run as trajectory JSON and as HTML.
 

@@ -85,6 +85,14 @@ pub enum StoreError {
         seq: u64,
     },
 
+    /// A run id that is not a UUID.
+    #[error("run id {0:?} is not a UUID; run ids come from NewRun::new (v4 UUIDs)")]
+    BadRunId(String),
+
+    /// The run is still in progress (in this or another process).
+    #[error("run {0} is still running; cancel it or wait for it to end first")]
+    RunStillRunning(Uuid),
+
     /// A run that already ended cannot be ended again.
     #[error("run {0} has already ended; a run's outcome is recorded once")]
     RunAlreadyEnded(Uuid),

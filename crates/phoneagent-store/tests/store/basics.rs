@@ -132,6 +132,41 @@ fn envelope_conversion_round_trips_agent_events() {
 }
 
 #[test]
+fn run_finished_event_ends_the_run_with_its_totals() {
+    let s = Store::open_in_memory().unwrap();
+    let rec = fixture::record_run(&s);
+    let run = s.run(rec.run_id).unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    assert_eq!(run.ended_ms, Some(1_700_000_042_000));
+    assert_eq!(run.duration_ms(), Some(42_000));
+    assert_eq!(run.termination_code.as_deref(), Some("finish_accepted"));
+    assert_eq!((run.prompt_tokens, run.completion_tokens), (4000, 200));
+    assert_eq!(run.cost_usd, Some(0.004));
+    assert_eq!(run.summary["message"], "Wi-Fi is on");
+    assert_eq!(run.step_count, 4);
+    assert_eq!(run.event_count, rec.events as u64);
+}
+
+#[test]
+fn envelope_with_a_bad_run_id_is_refused() {
+    let s = Store::open_in_memory().unwrap();
+    let env = phoneagent_protocol::EventEnvelope {
+        run_id: "not-a-uuid".into(),
+        seq: 0,
+        ts_ms: 1,
+        step: 0,
+        event: phoneagent_protocol::AgentEvent::Phase {
+            phase: phoneagent_protocol::Phase::Observing,
+        },
+    };
+    let err = s.append_envelope(&env).unwrap_err();
+    assert!(
+        matches!(err, StoreError::BadRunId(ref id) if id == "not-a-uuid"),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn duplicate_seq_and_unknown_run_are_refused() {
     let s = Store::open_in_memory().unwrap();
     let run = NewRun::new("dup");
@@ -460,4 +495,44 @@ fn approval_ledger_follows_events_and_rebuilds_identically() {
     let all = s.approval_ledger(None, 2).unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].request_id, "req-1", "newest first across runs");
+}
+
+#[test]
+fn delete_run_removes_events_ledger_and_unreferenced_old_screenshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("phoneagent.sqlite3");
+    let s = Store::open(&path).unwrap();
+    let rec = fixture::record_run(&s);
+    let other = fixture::record_run(&s);
+    let live = NewRun::new("live");
+    s.start_run(&live).unwrap();
+    assert!(matches!(
+        s.delete_run(live.id),
+        Err(StoreError::RunStillRunning(_))
+    ));
+    // Screenshots are shared by both runs (same bytes), so deleting one keeps them.
+    assert!(s.delete_run(rec.run_id).unwrap());
+    assert!(!s.delete_run(rec.run_id).unwrap());
+    assert!(s.run(rec.run_id).unwrap().is_none());
+    assert!(s.events(rec.run_id).unwrap().is_empty());
+    assert!(s.approval_ledger(Some(rec.run_id), 10).unwrap().is_empty());
+    assert_eq!(s.screenshot_count().unwrap(), 3);
+    assert_eq!(s.events(other.run_id).unwrap().len(), other.events);
+    // An unreferenced screenshot younger than an hour may belong to a live run: kept.
+    s.put_screenshot(&fixture::png(8, 8, 1), "image/png", 8, 8)
+        .unwrap();
+    // Make the fixture's screenshots old, then delete the last run referencing them.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE screenshots SET created_ms = 0 WHERE width = 1080",
+            [],
+        )
+        .unwrap();
+    assert!(s.delete_run(other.run_id).unwrap());
+    assert_eq!(
+        s.screenshot_count().unwrap(),
+        1,
+        "old unreferenced screenshots are collected"
+    );
 }

@@ -199,6 +199,10 @@ fn html_report_is_self_contained_escaped_and_draws_actions() {
     let s = Store::open_in_memory().unwrap();
     let rec = fixture::record_run(&s);
     let html = html_report(&s, rec.run_id, &HtmlOptions::default()).unwrap();
+    // To look at the report: PHONEAGENT_STORE_SAMPLE_REPORT=/tmp/report.html cargo nextest run ...
+    if let Some(out) = std::env::var_os("PHONEAGENT_STORE_SAMPLE_REPORT") {
+        std::fs::write(out, &html).unwrap();
+    }
 
     // Untrusted text is escaped: the model's <script> never becomes markup.
     assert!(!html.contains("<script"), "raw <script> in the report");

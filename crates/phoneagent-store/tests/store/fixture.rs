@@ -8,7 +8,7 @@ use phoneagent_protocol::{
     AccessMode, Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode,
     EventEnvelope, ModelPoint, RiskTier, RunStatus, RuntimePoint,
 };
-use phoneagent_store::{EventRecord, NewRun, RunEnd, Store};
+use phoneagent_store::{NewRun, RunEnd, Store};
 use uuid::Uuid;
 
 /// The untrusted text planted in the model's reason (the HTML must escape it).
@@ -376,31 +376,40 @@ pub fn record_run(store: &Store) -> Recorded {
     ];
     let n = steps.len();
     for (i, (step, event)) in steps.into_iter().enumerate() {
+        // The last event (run_finished) lands 42 s after the start.
+        let ts_ms = if i + 1 == n {
+            1_700_000_042_000
+        } else {
+            1_700_000_000_000 + i as u64 * 1000
+        };
         let env = EventEnvelope {
             run_id: run.id.to_string(),
             seq: i as u64,
-            ts_ms: 1_700_000_000_000 + i as u64 * 1000,
+            ts_ms,
             step,
             event,
         };
-        store
-            .append_event(run.id, &EventRecord::from_envelope(&env).unwrap())
-            .unwrap();
+        store.append_envelope(&env).unwrap();
     }
-    store
+    // `run_finished` ended the run in the store; finishing again is refused.
+    let err = store
         .finish_run(
             run.id,
             &RunEnd {
-                status: RunStatus::Succeeded,
-                ended_ms: 1_700_000_042_000,
-                termination_code: Some("finish_accepted".into()),
-                summary: serde_json::json!({"message": "Wi-Fi is on"}),
-                prompt_tokens: 4000,
-                completion_tokens: 200,
-                cost_usd: Some(0.004),
+                status: RunStatus::Failed,
+                ended_ms: 0,
+                termination_code: None,
+                summary: serde_json::Value::Null,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                cost_usd: None,
             },
         )
-        .unwrap();
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        phoneagent_store::StoreError::RunAlreadyEnded(_)
+    ));
     Recorded {
         run_id: run.id,
         shots,
