@@ -360,8 +360,12 @@ impl Store {
 
     /// Records how a run ended and releases its liveness lock.
     ///
-    /// Errors: [`StoreError::UnknownRun`]; [`StoreError::RunAlreadyEnded`] when it is not
-    /// `running` any more (including runs marked `interrupted`); `end.status` must be terminal.
+    /// Calling it again with the *same* status (e.g. after a `run_finished` event already ended
+    /// the run, see [`Store::append_event`]) replaces the recorded end, summary and totals.
+    ///
+    /// Errors: [`StoreError::UnknownRun`]; [`StoreError::RunAlreadyEnded`] when the run already
+    /// ended with a different status (including runs marked `interrupted`); `end.status` must be
+    /// terminal.
     pub fn finish_run(&self, id: Uuid, end: &RunEnd) -> Result<()> {
         if !crate::types::is_terminal(end.status) {
             return Err(StoreError::Corrupt(format!(
@@ -375,7 +379,7 @@ impl Store {
             .execute(
                 "UPDATE runs SET status = ?2, ended_ms = ?3, termination_code = ?4, summary = ?5,
                         prompt_tokens = ?6, completion_tokens = ?7, cost_usd = ?8
-                 WHERE id = ?1 AND status = 'running'",
+                 WHERE id = ?1 AND (status = 'running' OR status = ?2)",
                 params![
                     id.to_string(),
                     end.status.as_str(),
@@ -560,9 +564,9 @@ impl Store {
     ///
     /// A `run_finished` event also ends the run in the same transaction, exactly as
     /// [`Store::finish_run`] would: `status`, `termination_code`, totals from `tokens`,
-    /// `ended_ms` = the event's `ts_ms`, summary `{message, steps, duration_ms}`. A runtime that
-    /// emits `run_finished` therefore does not call `finish_run` (it would get
-    /// [`StoreError::RunAlreadyEnded`]).
+    /// `ended_ms` = the event's `ts_ms`, summary `{message, steps, duration_ms}`, so a crash
+    /// right after it still leaves the run with its real outcome. A later
+    /// [`Store::finish_run`] with the same status refines the record.
     ///
     /// Errors: [`StoreError::UnknownRun`], [`StoreError::DuplicateEvent`] when `seq` was used.
     pub fn append_event(&self, run_id: Uuid, event: &EventRecord) -> Result<()> {

@@ -145,6 +145,14 @@ fn run_finished_event_ends_the_run_with_its_totals() {
     assert_eq!(run.summary["message"], "Wi-Fi is on");
     assert_eq!(run.step_count, 4);
     assert_eq!(run.event_count, rec.events as u64);
+    // The runtime may still call finish_run with the same outcome afterwards: it refines the
+    // record instead of failing.
+    let mut again = end(RunStatus::Succeeded);
+    again.ended_ms = 1_700_000_042_500;
+    s.finish_run(rec.run_id, &again).unwrap();
+    let run = s.run(rec.run_id).unwrap().unwrap();
+    assert_eq!(run.ended_ms, Some(1_700_000_042_500));
+    assert_eq!(run.summary, json!({"message": "done"}));
 }
 
 #[test]

@@ -391,7 +391,7 @@ pub fn record_run(store: &Store) -> Recorded {
         };
         store.append_envelope(&env).unwrap();
     }
-    // `run_finished` ended the run in the store; finishing again is refused.
+    // `run_finished` ended the run in the store; finishing it with another outcome is refused.
     let err = store
         .finish_run(
             run.id,
