@@ -18,14 +18,15 @@ fn cpu_ns() -> Option<u64> {
         .ok()
 }
 
-fn main() {
+fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .expect("runtime");
+        .build()?;
     rt.block_on(async {
-        let sim = SimServer::start(SimConfig::default(), 0).await.expect("sim starts");
-        let phone = sim.phone("virtual-phone-1").expect("device");
+        let sim = SimServer::start(SimConfig::default(), 0).await?;
+        let phone = sim
+            .phone("virtual-phone-1")
+            .ok_or_else(|| anyhow::anyhow!("device missing"))?;
         let iters = 5;
         println!(
             "{:<14} {:>4} {:>10} {:>10} {:>14} {:>14} {:>8}",
@@ -33,10 +34,10 @@ fn main() {
         );
         for scenario in ["home", "shop", "product", "payment", "mail_compose", "settings", "notice"] {
             for rotation in [0u8, 1] {
-                phone.reset(scenario).expect("scenario");
+                phone.reset(scenario)?;
                 phone.set_faults(Faults { rotation, dialog_disabled: true, ..Default::default() });
                 // Warm the glyph cache once (first frame after start).
-                phone.render_uncached().expect("render");
+                phone.render_uncached()?;
                 let per = |wall: std::time::Duration, c0: Option<u64>| {
                     let cpu = match (c0, cpu_ns()) {
                         (Some(a), Some(b)) => (b - a) as f64 / 1e6 / f64::from(iters),
@@ -46,14 +47,14 @@ fn main() {
                 };
                 let (t, c) = (Instant::now(), cpu_ns());
                 for _ in 0..iters {
-                    phone.render_uncached().expect("render");
+                    phone.render_uncached()?;
                 }
                 let (render, render_cpu) = per(t.elapsed(), c);
                 let (t, c) = (Instant::now(), cpu_ns());
                 let mut size = 0;
                 for _ in 0..iters {
-                    phone.render_uncached().expect("render");
-                    size = phone.screenshot_png().expect("png").len();
+                    phone.render_uncached()?;
+                    size = phone.screenshot_png()?.len();
                 }
                 let (both, both_cpu) = per(t.elapsed(), c);
                 println!(
@@ -63,5 +64,6 @@ fn main() {
             }
         }
         sim.shutdown().await;
-    });
+        Ok(())
+    })
 }

@@ -94,14 +94,7 @@ impl World {
         } else {
             "text_field"
         };
-        ui.hit(
-            format!("field.{id}"),
-            caption,
-            kind,
-            r,
-            Act::Focus(id),
-            None,
-        );
+        ui.hit(id, caption, kind, r, Act::Focus(id), None);
     }
 
     pub(crate) fn shop_scene(&self, ui: &mut Ui) {

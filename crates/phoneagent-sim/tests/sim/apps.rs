@@ -127,9 +127,9 @@ async fn compose_and_send_mail_with_drafts() {
     tap(p, &phone, "home.app.mail").await;
     let gt = tap(p, &phone, "mail.compose").await;
     assert_eq!(gt.current_screen, "mail_compose");
-    tap(p, &phone, "field.mail.to").await;
+    tap(p, &phone, "mail.to").await;
     sh(p, "input text alice@example.com").await;
-    tap(p, &phone, "field.mail.subject").await;
+    tap(p, &phone, "mail.subject").await;
     type_b64(p, "周报").await;
     // Draft state: leaving with content saves a draft.
     sh(p, "input keyevent 4").await;
@@ -140,7 +140,7 @@ async fn compose_and_send_mail_with_drafts() {
     let gt = tap(p, &phone, "mail.drafts").await;
     assert_eq!(gt.current_screen, "mail_compose");
     assert_eq!(gt.typed_text.fields["mail.to"], "alice@example.com");
-    tap(p, &phone, "field.mail.body").await;
+    tap(p, &phone, "mail.body").await;
     type_b64(p, "本周完成了登录模块。\n下周计划：支付。").await;
     let gt = tap(p, &phone, "compose.send").await;
     assert_eq!(gt.mails_sent.len(), 1);
@@ -188,7 +188,7 @@ async fn search_results_depend_on_the_query() {
     let (sim, phone) = start().await;
     let p = sim.port();
     tap(p, &phone, "home.search_bar").await;
-    tap(p, &phone, "field.search.query").await;
+    tap(p, &phone, "search.query").await;
     type_b64(p, "蓝牙").await;
     sh(p, "input keyevent 66").await;
     let gt = phone.ground_truth();
@@ -197,19 +197,19 @@ async fn search_results_depend_on_the_query() {
         gt.search.results,
         vec!["无线蓝牙耳机", "蓝牙音箱", "蓝牙耳机选购指南"]
     );
-    tap(p, &phone, "field.search.query").await;
+    tap(p, &phone, "search.query").await;
     sh(p, "am broadcast -a ADB_CLEAR_TEXT").await;
     sh(p, "input text coffee").await;
     let gt = tap(p, &phone, "search.submit").await;
     assert_eq!(gt.search.results, vec!["咖啡冲泡入门"]);
-    tap(p, &phone, "field.search.query").await;
+    tap(p, &phone, "search.query").await;
     sh(p, "am broadcast -a ADB_CLEAR_TEXT").await;
     sh(p, "input text zzz").await;
     let gt = tap(p, &phone, "search.submit").await;
     assert!(gt.search.results.is_empty());
     assert_eq!(gt.search.searches, 3);
     // A product result opens the product page.
-    tap(p, &phone, "field.search.query").await;
+    tap(p, &phone, "search.query").await;
     sh(p, "am broadcast -a ADB_CLEAR_TEXT").await;
     type_b64(p, "咖啡豆").await;
     tap(p, &phone, "search.submit").await;
@@ -225,18 +225,12 @@ async fn login_with_a_password_field() {
     let (sim, phone) = start().await;
     let p = sim.port();
     let gt = tap(p, &phone, "home.app.login").await;
-    assert_eq!(
-        gt.element("field.login.password").unwrap().kind,
-        "password_field"
-    );
-    assert_eq!(
-        gt.element("field.login.username").unwrap().kind,
-        "text_field"
-    );
+    assert_eq!(gt.element("login.password").unwrap().kind, "password_field");
+    assert_eq!(gt.element("login.username").unwrap().kind, "text_field");
     assert_eq!(gt.typed_text.password_fields, vec!["login.password"]);
     let gt = tap(p, &phone, "login.submit").await;
     assert_eq!((gt.login_failures, gt.logged_in_user.clone()), (1, None));
-    tap(p, &phone, "field.login.username").await;
+    tap(p, &phone, "login.username").await;
     sh(p, "input text zhangsan").await;
     sh(p, "input keyevent ENTER").await; // moves focus to the password
     sh(p, "input text s3cret").await;

@@ -151,7 +151,7 @@ async fn ime_switching_and_adb_keyboard_broadcast() {
     assert_ne!(r.code, Some(0));
     assert!(r.err().contains("cannot be selected"), "{}", r.err());
     phone.reset("mail_compose").unwrap();
-    tap(p, &phone, "field.mail.body").await;
+    tap(p, &phone, "mail.body").await;
     // Broadcast before switching: nothing typed (no receiver).
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode("x");

@@ -111,7 +111,7 @@ async fn debian_adb_drives_the_virtual_phone() {
     phone.reset("search").unwrap();
     sh(port, &format!("ime enable {adbk}")).await;
     sh(port, &format!("ime set {adbk}")).await;
-    tap(port, &phone, "field.search.query").await;
+    tap(port, &phone, "search.query").await;
     let text = "蓝牙 🎧";
     let b64 = base64::engine::general_purpose::STANDARD.encode(text);
     let out = ok(&run(s(&[
