@@ -263,9 +263,14 @@ fn action_label(s: &StepView) -> String {
         return s.action_type.clone().unwrap_or_default();
     };
     let kind = fstr(a, "action");
+    let num = |v: &Value| match v.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e9 => format!("{f:.0}"),
+        Some(f) => format!("{f:.1}"),
+        None => js(v),
+    };
     let pt = |k: &str| {
         field(a, k)
-            .map(|p| format!("({}, {})", js(&p["x"]), js(&p["y"])))
+            .map(|p| format!("({}, {})", num(&p["x"]), num(&p["y"])))
             .unwrap_or_default()
     };
     let dev = |i: usize| {
@@ -301,14 +306,13 @@ fn overlay(s: &StepView, w: u32, h: u32) -> String {
     };
     let pts = &s.device_points;
     let wf = f64::from(w.max(1));
-    let r = (wf * 0.035).max(6.0);
-    let id = format!("ah{}", s.step);
+    let r = (wf * 0.05).max(6.0);
     let mut g = String::new();
     match kind {
         "tap" | "double_tap" | "long_press" => {
             if let Some(p) = pts.first() {
                 let (x, y) = (p[0], p[1]);
-                let sw = if kind == "long_press" { 7 } else { 4 };
+                let sw = if kind == "long_press" { 8 } else { 4 };
                 let _ = write!(
                     g,
                     r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r:.1}" fill="rgba(255,59,107,.22)" stroke="var(--mark)" stroke-width="{sw}" vector-effect="non-scaling-stroke"/><circle cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="var(--mark)"/>"#,
@@ -325,16 +329,30 @@ fn overlay(s: &StepView, w: u32, h: u32) -> String {
         }
         "swipe" | "scroll" => {
             if let (Some(a), Some(b)) = (pts.first(), pts.get(1)) {
+                // The arrowhead is a polygon in device space (markers scale badly with
+                // non-scaling strokes): length 9% and width 7% of the screen width.
+                let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+                let len = dx.hypot(dy).max(1e-6);
+                let (ux, uy) = (dx / len, dy / len);
+                let head = (wf * 0.09).min(len * 0.6);
+                let half = wf * 0.035;
+                let (bx, by) = (b[0] - ux * head, b[1] - uy * head);
                 let _ = write!(
                     g,
-                    r#"<defs><marker id="{id}" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="5" markerHeight="5" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="var(--mark)"/></marker></defs><circle cx="{:.1}" cy="{:.1}" r="{:.1}" fill="rgba(255,59,107,.22)" stroke="var(--mark)" stroke-width="3" vector-effect="non-scaling-stroke"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="var(--mark)" stroke-width="5" stroke-linecap="round" vector-effect="non-scaling-stroke" marker-end="url(#{id})"/>"#,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="{:.1}" fill="var(--mark)" fill-opacity=".85"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="var(--mark)" stroke-width="5" stroke-linecap="round" vector-effect="non-scaling-stroke"/><polygon points="{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}" fill="var(--mark)"/>"#,
                     a[0],
                     a[1],
-                    r * 0.6,
+                    wf * 0.022,
                     a[0],
                     a[1],
+                    bx,
+                    by,
                     b[0],
-                    b[1]
+                    b[1],
+                    bx - uy * half,
+                    by + ux * half,
+                    bx + uy * half,
+                    by - ux * half
                 );
             }
         }
@@ -510,7 +528,7 @@ fn human_html(s: &StepView) -> String {
             };
             let _ = write!(
                 b,
-                r#"<li><span class="chip {cls}">{}</span>{} · by {} after {}</li>"#,
+                r#"<li><span class="chip {cls}">{}</span>{} by {} after {}</li>"#,
                 e(&t),
                 e(&detail),
                 e(&fstr(h, "decided_by")),

@@ -242,8 +242,12 @@ fn html_report_is_self_contained_escaped_and_draws_actions() {
         "tap ring at the device point"
     );
     assert!(
-        html.contains(r#"<line x1="540.0" y1="1922.0" x2="540.0" y2="480.0""#),
-        "swipe arrow"
+        html.contains(r#"<line x1="540.0" y1="1922.0" x2="540.0" y2="577.2""#),
+        "swipe shaft from the start point to the arrowhead"
+    );
+    assert!(
+        html.contains(r#"<polygon points="540.0,480.0 "#),
+        "swipe arrowhead tip at the end point"
     );
     // Gate decisions, human approval, verification, tokens, model text.
     assert!(html.contains("needs_approval"));
