@@ -248,7 +248,7 @@ impl AppSettings {
     pub fn finish_verify_mode(&self) -> AppResult<FinishVerifyMode> {
         self.finish_verify
             .parse()
-            .map_err(|e: String| AppError::invalid(e))
+            .map_err(AppError::invalid)
     }
 
     /// The model layer's configuration: every profile, and the roles bound as in Settings with

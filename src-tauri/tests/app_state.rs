@@ -4,6 +4,8 @@
 //! hard-mode approvals validated against the pending id, rejection leaving no order, take-over
 //! taps refused outside a take_over, settings persistence.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -135,10 +135,15 @@ def shot(s, name):
     if not SHOTS:
         return
     time.sleep(1.0)
-    png = base64.b64decode(s.cmd("GET", "/screenshot", timeout=30))
-    with open(os.path.join(SHOTS, name), "wb") as f:
-        f.write(png)
-    log("screenshot", name, len(png), "bytes")
+    path = os.path.join(SHOTS, name)
+    try:
+        png = base64.b64decode(s.cmd("GET", "/screenshot", timeout=60))
+        with open(path, "wb") as f:
+            f.write(png)
+    except WebDriverError as e:
+        log("WebDriver screenshot failed, using the X root window:", e)
+        subprocess.run(["import", "-window", "root", path], check=True, timeout=30)
+    log("screenshot", name, os.path.getsize(path), "bytes")
 
 
 def start_task(s, task, mode):

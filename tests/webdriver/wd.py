@@ -35,6 +35,8 @@ class Session:
             except urllib.error.HTTPError as e:
                 payload = e.read().decode(errors="replace")
                 raise WebDriverError(f"{method} {path}: HTTP {e.code}: {payload[:500]}") from None
+            except TimeoutError:
+                raise WebDriverError(f"{method} {path}: no answer within {timeout}s") from None
             except (ConnectionError, urllib.error.URLError) as e:
                 last = e
                 time.sleep(0.5 * (attempt + 1))
