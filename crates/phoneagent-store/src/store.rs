@@ -122,7 +122,12 @@ fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
 /// `~/.local/share/phoneagent/`, macOS: `~/Library/Application Support/dev.phoneagent.PhoneAgent/`,
 /// Windows: `%APPDATA%\phoneagent\PhoneAgent\data\`).
 pub fn default_db_path() -> Result<PathBuf> {
-    if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
+    db_path_for(std::env::var_os(HOME_ENV))
+}
+
+/// [`default_db_path`] with the value of `PHONEAGENT_HOME` passed in (empty counts as unset).
+fn db_path_for(home: Option<std::ffi::OsString>) -> Result<PathBuf> {
+    if let Some(home) = home.filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(home).join(DB_FILE_NAME));
     }
     directories::ProjectDirs::from("dev", "phoneagent", "PhoneAgent")
@@ -1089,10 +1094,25 @@ mod tests {
 
     #[test]
     fn default_path_honours_phoneagent_home() {
-        // Only reads the variable when set; the test sets nothing globally, so just check the
-        // platform fallback has the right file name.
-        let p = default_db_path().unwrap();
-        assert_eq!(p.file_name().unwrap(), DB_FILE_NAME);
+        let p = db_path_for(Some("/srv/pa".into())).unwrap();
+        assert_eq!(p, Path::new("/srv/pa/phoneagent.sqlite3"));
+        // Empty or unset: the platform data dir, same file name.
+        let fallback = db_path_for(Some("".into())).unwrap();
+        assert_eq!(fallback, db_path_for(None).unwrap());
+        assert_eq!(fallback.file_name().unwrap(), DB_FILE_NAME);
+        assert_ne!(fallback.parent().unwrap(), Path::new("/srv/pa"));
+    }
+
+    #[test]
+    fn store_handle_is_send_sync_and_clone() {
+        fn check<T: Send + Sync + Clone + 'static>() {}
+        check::<Store>();
+        // Clones share one database.
+        let a = Store::open_in_memory().unwrap();
+        let b = a.clone();
+        let run = NewRun::new("shared");
+        a.start_run(&run).unwrap();
+        assert!(b.run(run.id).unwrap().is_some());
     }
 
     #[test]

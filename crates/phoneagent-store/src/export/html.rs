@@ -118,7 +118,7 @@ struct Images {
 }
 
 /// Builds a JPEG thumbnail data URL; `None` when the screenshot is missing or undecodable.
-fn thumbnail(store: &Store, hash: &str, width: u32) -> Result<Option<(String, u32, u32, String)>> {
+fn thumbnail(store: &Store, hash: &str, width: u32) -> Result<Thumb> {
     let Some(shot) = store.screenshot(hash)? else {
         return Ok(None);
     };
@@ -153,7 +153,54 @@ fn thumbnail(store: &Store, hash: &str, width: u32) -> Result<Option<(String, u3
     Ok(Some((thumb, w, h, full)))
 }
 
+type Thumb = Option<(String, u32, u32, String)>;
+
 impl Images {
+    /// Decodes and scales every step screenshot up front on a few threads (PNG decoding of
+    /// full-size screens dominates the report's cost). A worker that panics just leaves its
+    /// screenshots to the sequential path.
+    fn prefetch(&mut self, store: &Store, view: &RunView, opts: &HtmlOptions) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        let hashes: Vec<&str> = view
+            .steps
+            .iter()
+            .filter_map(|s| s.observation.as_ref())
+            .map(|o| o.sha256.as_str())
+            .filter(|h| seen.insert(*h))
+            .collect();
+        if hashes.len() < 2 {
+            return Ok(());
+        }
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, 4);
+        let per = hashes.len().div_ceil(workers);
+        let results: Vec<Vec<(String, Result<Thumb>)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = hashes
+                .chunks(per)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|h| ((*h).to_owned(), thumbnail(store, h, opts.thumbnail_width)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        for (hash, res) in results.into_iter().flatten() {
+            let v = res?.map(|(thumb, w, h, full)| {
+                if opts.full_size {
+                    self.full.insert(hash.clone(), full);
+                }
+                (thumb, w, h)
+            });
+            self.thumbs.insert(hash, v);
+        }
+        Ok(())
+    }
+
     fn get(
         &mut self,
         store: &Store,
@@ -938,6 +985,7 @@ pub fn render(view: &RunView, store: &Store, opts: &HtmlOptions) -> Result<Strin
         thumbs: HashMap::new(),
         full: HashMap::new(),
     };
+    images.prefetch(store, view, opts)?;
     out.push_str("<main>");
     if view.steps.is_empty() {
         out.push_str(r#"<p class="muted">No steps were recorded for this run.</p>"#);
