@@ -118,20 +118,29 @@ struct Images {
 }
 
 /// Builds a JPEG thumbnail data URL; `None` when the screenshot is missing or undecodable.
-fn thumbnail(store: &Store, hash: &str, width: u32) -> Result<Thumb> {
+fn thumbnail(store: &Store, hash: &str, opts: &HtmlOptions) -> Result<Thumb> {
+    let width = opts.thumbnail_width;
     let Some(shot) = store.screenshot(hash)? else {
         return Ok(None);
     };
-    let full = format!(
-        "data:{};base64,{}",
-        shot.mime,
-        base64::engine::general_purpose::STANDARD.encode(&shot.bytes)
-    );
+    let as_stored = || {
+        format!(
+            "data:{};base64,{}",
+            shot.mime,
+            base64::engine::general_purpose::STANDARD.encode(&shot.bytes)
+        )
+    };
+    // The full-size data URL is built only when the lightbox wants it.
+    let full = if opts.full_size {
+        as_stored()
+    } else {
+        String::new()
+    };
     let img = match image::load_from_memory(&shot.bytes) {
         Ok(i) => i,
         Err(err) => {
             tracing::warn!(hash, %err, "screenshot could not be decoded for the report; embedding it as stored");
-            return Ok(Some((full.clone(), shot.width, shot.height, full)));
+            return Ok(Some((as_stored(), shot.width, shot.height, full)));
         }
     };
     let (w, h) = (img.width().max(1), img.height().max(1));
@@ -144,7 +153,7 @@ fn thumbnail(store: &Store, hash: &str, width: u32) -> Result<Thumb> {
     let enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut buf, 78);
     if let Err(err) = small.write_with_encoder(enc) {
         tracing::warn!(hash, %err, "thumbnail encoding failed; embedding the screenshot as stored");
-        return Ok(Some((full.clone(), w, h, full)));
+        return Ok(Some((as_stored(), w, h, full)));
     }
     let thumb = format!(
         "data:image/jpeg;base64,{}",
@@ -182,7 +191,7 @@ impl Images {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|h| ((*h).to_owned(), thumbnail(store, h, opts.thumbnail_width)))
+                            .map(|h| ((*h).to_owned(), thumbnail(store, h, opts)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -210,7 +219,7 @@ impl Images {
         if let Some(v) = self.thumbs.get(hash) {
             return Ok(v.clone());
         }
-        let t = thumbnail(store, hash, opts.thumbnail_width)?;
+        let t = thumbnail(store, hash, opts)?;
         let v = t.map(|(thumb, w, h, full)| {
             if opts.full_size {
                 self.full.insert(hash.to_owned(), full);
