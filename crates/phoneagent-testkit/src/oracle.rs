@@ -4,13 +4,17 @@
 //! # Probe contract
 //!
 //! A calibration probe is a chat request whose **last image** shows **one saturated red disc**
-//! (pure-ish red: `R ≥ 140` and `R − max(G, B) ≥ 70`; a symmetric crosshair or ring of another
-//! colour inside it is fine) on a plain background (at least 60 % of the non-red pixels share one
-//! colour, quantized to 16 levels per channel). Any other red blob must be smaller than a tenth
+//! (pure-ish red: `R ≥ 140` and `R − max(G, B) ≥ 70`; diameter at least 6 px; a symmetric
+//! crosshair of another colour across it, up to about 6 px wide, is fine — that is what
+//! `phoneagent_llm::calibration::render_probe` draws) on a plain background (at least 60 % of
+//! the non-red pixels share one colour, quantized to 16 levels per channel). "Disc" is checked:
+//! its bounding box is roughly square (aspect 0.8–1.25) and under 4 % of its red pixels lie
+//! outside the inscribed ellipse — so red buttons, rounded-square app icons and red text on a
+//! real screenshot are not mistaken for probes. Any other red blob must be smaller than a tenth
 //! of the disc. The correct answer is a tap at the disc's centre, which the oracle finds as the
-//! redness-weighted centroid of the largest red 4-connected component. A request routed to the
-//! `calibration` queue (marker `[phoneagent-role: calibration]`) is treated as a probe even if the
-//! background is busy.
+//! redness-weighted centroid of the red pixels of the largest red cluster. A request routed to
+//! the `calibration` queue (marker `[phoneagent-role: calibration]`) is treated as a probe even
+//! if the background is busy.
 //!
 //! The answer is given in the configured space:
 //! * `relative_0_999`: `round(1000 · (c + 0.5) / size)` per axis (clamped to 0..=999), where `c`
@@ -57,6 +61,11 @@ pub struct Target {
     pub second_area: usize,
     /// Fraction (0..1) of non-red pixels that have the dominant background colour.
     pub plain_fraction: f64,
+    /// Width / height of the target's bounding box (≈ 1 for a disc).
+    pub aspect: f64,
+    /// Fraction (0..1) of the target's red pixels outside the ellipse inscribed in its
+    /// bounding box (≈ 0 for a disc; large for squares, rounded squares, text).
+    pub outside_fraction: f64,
     /// Image width in px.
     pub width: u32,
     /// Image height in px.
@@ -64,11 +73,16 @@ pub struct Target {
 }
 
 impl Target {
-    /// Whether this looks like a probe per the contract (one distinct disc on a plain
-    /// background, or `forced` when the request is known to be a probe).
+    /// Whether the target is round (a disc, not a button, an icon or text).
+    pub fn is_disc(&self) -> bool {
+        (0.8..=1.25).contains(&self.aspect) && self.outside_fraction < 0.04
+    }
+
+    /// Whether this looks like a probe per the contract: one distinct disc, on a plain
+    /// background unless `forced` (the request is known to be a probe).
     pub fn is_probe(&self, forced: bool) -> bool {
         let distinct = self.area >= 9 && self.second_area * 10 < self.area;
-        distinct && (forced || self.plain_fraction >= 0.6)
+        distinct && self.is_disc() && (forced || self.plain_fraction >= 0.6)
     }
 }
 
@@ -178,6 +192,7 @@ pub fn find_target(img: &RgbaImage) -> Option<Target> {
     let x1 = ((best.max.0 + 1) * STRIDE + STRIDE).min(wu);
     let y1 = ((best.max.1 + 1) * STRIDE + STRIDE).min(hu);
     let (mut area, mut ws, mut wx, mut wy) = (0usize, 0f64, 0f64, 0f64);
+    let (mut bx0, mut by0, mut bx1, mut by1) = (usize::MAX, usize::MAX, 0usize, 0usize);
     for y in y0..y1 {
         for x in x0..x1 {
             let i = (y * wu + x) * 4;
@@ -188,11 +203,28 @@ pub fn find_target(img: &RgbaImage) -> Option<Target> {
                 ws += wgt;
                 wx += wgt * x as f64;
                 wy += wgt * y as f64;
+                (bx0, by0, bx1, by1) = (bx0.min(x), by0.min(y), bx1.max(x), by1.max(y));
             }
         }
     }
     if ws == 0.0 {
         return None;
+    }
+    // Shape: a disc fills its bounding box's inscribed ellipse and nothing outside it.
+    let (bw, bh) = ((bx1 - bx0 + 1) as f64, (by1 - by0 + 1) as f64);
+    let (ecx, ecy) = ((bx0 + bx1) as f64 / 2.0, (by0 + by1) as f64 / 2.0);
+    let (ra, rb) = (bw / 2.0 + 1.0, bh / 2.0 + 1.0);
+    let mut outside = 0usize;
+    for y in by0..=by1 {
+        for x in bx0..=bx1 {
+            let i = (y * wu + x) * 4;
+            if redness(raw[i], raw[i + 1], raw[i + 2]) > 0 {
+                let (dx, dy) = ((x as f64 - ecx) / ra, (y as f64 - ecy) / rb);
+                if dx * dx + dy * dy > 1.0 {
+                    outside += 1;
+                }
+            }
+        }
     }
     Some(Target {
         cx: wx / ws,
@@ -200,6 +232,8 @@ pub fn find_target(img: &RgbaImage) -> Option<Target> {
         area,
         second_area: second * STRIDE * STRIDE,
         plain_fraction,
+        aspect: bw / bh,
+        outside_fraction: outside as f64 / area as f64,
         width: w,
         height: h,
     })
@@ -417,6 +451,8 @@ mod tests {
             area: 100,
             second_area: 0,
             plain_fraction: 1.0,
+            aspect: 1.0,
+            outside_fraction: 0.0,
             width: 1080,
             height: 2400,
         };

@@ -859,47 +859,27 @@ fn estimated_usage(req: &Value, a: &Answer) -> Value {
     json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
 
+/// Read the current screen's ground truth through `phoneagent_sim::client::fetch_state` (the
+/// sim-only `host:sim-state` service), bounded to 5 s.
 async fn fetch_truth(target: &SimTarget) -> Result<ScreenTruth> {
-    let v = fetch_state_json(target).await?;
-    ScreenTruth::from_ground_truth(&v, target.port)
-}
-
-/// Read the ground truth through the sim-only `host:sim-state[:SERIAL]` service.
-async fn fetch_state_json(target: &SimTarget) -> Result<Value> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let err = |message: String| Error::GroundTruth {
         port: target.port,
         message,
     };
-    let service = match &target.serial {
-        Some(s) => format!("host:sim-state:{s}"),
-        None => "host:sim-state".to_string(),
-    };
-    let fut = async {
-        let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", target.port))
-            .await
-            .map_err(|e| err(format!("cannot connect to the virtual phone: {e} (is `phoneagent sim serve` running on this port?)")))?;
-        sock.write_all(format!("{:04x}{service}", service.len()).as_bytes())
-            .await
-            .map_err(|e| err(format!("cannot send {service}: {e}")))?;
-        let mut status = [0u8; 4];
-        sock.read_exact(&mut status)
-            .await
-            .map_err(|e| err(format!("no reply to {service}: {e}")))?;
-        let mut rest = Vec::new();
-        sock.read_to_end(&mut rest)
-            .await
-            .map_err(|e| err(format!("reading the reply to {service}: {e}")))?;
-        if &status != b"OKAY" {
-            let msg = String::from_utf8_lossy(rest.get(4..).unwrap_or(&[])).into_owned();
-            return Err(err(format!("{service} refused: {msg}")));
-        }
-        serde_json::from_slice::<Value>(&rest)
-            .map_err(|e| err(format!("ground truth is not JSON: {e}")))
-    };
-    tokio::time::timeout(Duration::from_secs(5), fut)
-        .await
-        .map_err(|_| err(format!("{service} did not answer within 5 s")))?
+    let gt = tokio::time::timeout(
+        Duration::from_secs(5),
+        phoneagent_sim::client::fetch_state(target.port, target.serial.as_deref()),
+    )
+    .await
+    .map_err(|_| err("host:sim-state did not answer within 5 s".into()))?
+    .map_err(|e| {
+        err(format!(
+            "cannot read the ground truth: {e} (is `phoneagent sim serve` running on this port?)"
+        ))
+    })?;
+    let v = serde_json::to_value(&gt)
+        .map_err(|e| err(format!("ground truth does not serialize: {e}")))?;
+    ScreenTruth::from_ground_truth(&v, target.port)
 }
 
 async fn plan_entry(

@@ -254,3 +254,22 @@ async fn non_probe_images_fall_through_to_the_script() {
     assert!(text.contains("no saturated red target"), "{text}");
     model.shutdown().await;
 }
+
+#[tokio::test]
+async fn no_virtual_phone_screen_is_mistaken_for_a_probe() {
+    // Real screenshots have red buttons, orange icons and red prices: none is a probe.
+    let sim = phoneagent_sim::SimServer::start(phoneagent_sim::SimConfig::default(), 0)
+        .await
+        .unwrap();
+    let serial = sim.serials()[0].clone();
+    let phone = sim.phone(&serial).unwrap();
+    for scenario in phoneagent_sim::SCENARIOS {
+        phone.reset(scenario).unwrap();
+        let png = phone.screenshot_png().unwrap();
+        let img = image::load_from_memory(&png).unwrap().to_rgba8();
+        if let Some(t) = phoneagent_testkit::oracle::find_target(&img) {
+            assert!(!t.is_probe(false), "{scenario}: {t:?}");
+        }
+    }
+    sim.shutdown().await;
+}
