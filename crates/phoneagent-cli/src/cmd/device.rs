@@ -1,6 +1,12 @@
-//! `devices`, `doctor`, `screenshot` (SPEC C1, D1, D2).
+//! `devices`, `doctor`, `screenshot` (SPEC C1, D1, D2, D3).
 
 use super::Global;
+use phoneagent_device::{
+    AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device, DeviceError, DeviceInfo,
+    DeviceState, ReadinessCheck, Transport,
+};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 /// `phoneagent devices`
 #[derive(Debug, clap::Args)]
@@ -32,17 +38,266 @@ pub struct ScreenshotArgs {
     pub output: std::path::PathBuf,
 }
 
-/// List devices.
-pub async fn devices(_g: &Global, _a: DevicesArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`devices` is not built yet")
+/// What to do when no phone is listed.
+const EMPTY_HINT: &str = "no phone is connected. Connect an Android phone with USB debugging on \
+(Settings → About phone → tap \"Build number\" 7 times, then Developer options → USB debugging) \
+and accept the \"Allow USB debugging\" prompt; or start the virtual phone with \
+`phoneagent sim serve --port 15037` and use `phoneagent --adb 127.0.0.1:15037 devices`.";
+
+/// The adb server the global flags and environment choose.
+fn server_of(g: &Global) -> Result<AdbServer, DeviceError> {
+    Ok(AdbServer::new(AdbServerAddr::resolve(g.adb.as_deref())?))
 }
 
-/// Preflight.
-pub async fn doctor(_g: &Global, _a: DoctorArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`doctor` is not built yet")
+/// A device error as the user sees it: `error[code]: message`, or a JSON object.
+#[derive(Debug, Serialize)]
+struct ErrorOut {
+    code: String,
+    message: String,
 }
 
-/// Screenshot to file.
-pub async fn screenshot(_g: &Global, _a: ScreenshotArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`screenshot` is not built yet")
+impl From<&DeviceError> for ErrorOut {
+    fn from(e: &DeviceError) -> Self {
+        Self {
+            code: e.code().as_str().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn print_error(e: &DeviceError, json: bool) -> anyhow::Result<u8> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "error": ErrorOut::from(e) }))?
+        );
+    } else {
+        eprintln!("error[{}]: {e}", e.code());
+    }
+    Ok(1)
+}
+
+fn state_str(s: &DeviceState) -> String {
+    match s {
+        DeviceState::Device => "device".into(),
+        DeviceState::Unauthorized => "unauthorized".into(),
+        DeviceState::Offline => "offline".into(),
+        DeviceState::Other(o) => o.clone(),
+    }
+}
+
+/// The `devices` table (pure, for tests).
+fn devices_table(list: &[DeviceInfo]) -> String {
+    let rows: Vec<[String; 5]> = list
+        .iter()
+        .map(|d| {
+            [
+                d.serial.clone(),
+                state_str(&d.state),
+                d.model.clone().unwrap_or_else(|| "-".into()),
+                match d.transport {
+                    Transport::Usb => "usb".into(),
+                    Transport::Tcp => "tcp".into(),
+                },
+                d.fix.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = ["SERIAL", "STATE", "MODEL", "TRANSPORT", "FIX"];
+    let mut width = header.map(str::len);
+    for r in &rows {
+        for (i, c) in r.iter().enumerate().take(4) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i < 4 {
+                s.push_str(&format!("{c:<w$}  ", w = width[i]));
+            } else {
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header);
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
+        out.push('\n');
+    }
+    out
+}
+
+/// List devices (SPEC C1, D1). An empty list is not an error: it prints a hint, exit 0.
+pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
+    let server = match server_of(g) {
+        Ok(s) => s,
+        Err(e) => return print_error(&e, a.json),
+    };
+    let list = match server.devices().await {
+        Ok(l) => l,
+        Err(e) => return print_error(&e, a.json),
+    };
+    if a.json {
+        let hint = list.is_empty().then_some(EMPTY_HINT);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "adb_server": server.addr().to_string(),
+                "devices": list,
+                "hint": hint,
+            }))?
+        );
+    } else if list.is_empty() {
+        println!("No devices (adb server {}).", server.addr());
+        println!("hint: {EMPTY_HINT}");
+    } else {
+        print!("{}", devices_table(&list));
+    }
+    Ok(0)
+}
+
+/// Checks of the model endpoint for `doctor` (SPEC C1 "device and model preflight").
+///
+/// Filled by the model layer (phoneagent-llm): each entry is a [`ReadinessCheck`] with a fix.
+/// Kept here so `doctor` prints device and model checks side by side.
+async fn model_checks(_g: &Global) -> Vec<ReadinessCheck> {
+    Vec::new()
+}
+
+fn print_checks(title: &str, checks: &[ReadinessCheck]) {
+    println!("{title}");
+    for c in checks {
+        let mark = if c.ok { "ok  " } else { "FAIL" };
+        println!("  [{mark}] {:<13} {}", c.name, c.detail);
+        if let Some(f) = &c.fix {
+            println!("         fix: {f}");
+        }
+    }
+}
+
+/// Preflight (SPEC C1, D2): exit 0 when ready, 1 otherwise, each failed check with its fix.
+pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
+    let cancel = CancellationToken::new();
+    let server = match server_of(g) {
+        Ok(s) => s,
+        Err(e) => return print_error(&e, a.json),
+    };
+    let device = match AdbDevice::select(server, a.serial.as_deref(), AdbDeviceOptions::default())
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => {
+            // Not being able to choose a device is the first failed check.
+            let check = ReadinessCheck {
+                name: "device".into(),
+                ok: false,
+                detail: e.code().as_str().into(),
+                fix: Some(e.to_string()),
+            };
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "serial": null, "ready": false, "device": [check], "model": model_checks(g).await,
+                    }))?
+                );
+            } else {
+                print_checks("Device", &[check]);
+            }
+            return Ok(1);
+        }
+    };
+    let readiness = match device.readiness(&cancel).await {
+        Ok(r) => r,
+        Err(e) => return print_error(&e, a.json),
+    };
+    let model = model_checks(g).await;
+    let ready = readiness.ready() && model.iter().all(|c| c.ok);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "serial": readiness.serial,
+                "ready": ready,
+                "device": readiness.checks,
+                "model": model,
+            }))?
+        );
+    } else {
+        print_checks(&format!("Device {}", readiness.serial), &readiness.checks);
+        if !model.is_empty() {
+            print_checks("Model", &model);
+        }
+        println!(
+            "{}",
+            if ready {
+                "Ready."
+            } else {
+                "Not ready: apply the fixes above and run `phoneagent doctor` again."
+            }
+        );
+    }
+    Ok(if ready { 0 } else { 1 })
+}
+
+/// Save a screenshot (SPEC C1, D3). A blank frame (protected window) is saved as taken and
+/// reported; a failed capture is an error.
+pub async fn screenshot(g: &Global, a: ScreenshotArgs) -> anyhow::Result<u8> {
+    let cancel = CancellationToken::new();
+    let server = match server_of(g) {
+        Ok(s) => s,
+        Err(e) => return print_error(&e, false),
+    };
+    let device =
+        match AdbDevice::select(server, a.serial.as_deref(), AdbDeviceOptions::default()).await {
+            Ok(d) => d,
+            Err(e) => return print_error(&e, false),
+        };
+    let shot = match device.screenshot(&cancel).await {
+        Ok(s) => s,
+        Err(e) => return print_error(&e, false),
+    };
+    std::fs::write(&a.output, &shot.png).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {}: {e} (check the directory exists and is writable)",
+            a.output.display()
+        )
+    })?;
+    println!(
+        "saved {}x{} screenshot of {} to {} ({} ms)",
+        shot.image.width(),
+        shot.image.height(),
+        device.serial(),
+        a.output.display(),
+        shot.capture_ms
+    );
+    if shot.blocked {
+        eprintln!(
+            "warning[screenshot_blocked]: the frame is blank (black/uniform): the screen is off or a protected window is showing; unlock the phone or leave the protected app"
+        );
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_fix_column() {
+        let list = phoneagent_device::parse::parse_devices(
+            "A1\tdevice usb:1-1 model:Pixel_7 transport_id:1\nB2\tunauthorized usb:1-2 transport_id:2\n",
+        );
+        let t = devices_table(&list);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("SERIAL"));
+        assert!(
+            lines[1].starts_with("A1") && lines[1].contains("Pixel_7") && lines[1].contains("usb")
+        );
+        assert!(lines[2].contains("unauthorized") && lines[2].contains("Allow USB debugging"));
+    }
 }
