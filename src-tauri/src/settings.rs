@@ -246,9 +246,7 @@ impl AppSettings {
 
     /// The finish-verify mode as the runtime type.
     pub fn finish_verify_mode(&self) -> AppResult<FinishVerifyMode> {
-        self.finish_verify
-            .parse()
-            .map_err(AppError::invalid)
+        self.finish_verify.parse().map_err(AppError::invalid)
     }
 
     /// The model layer's configuration: every profile, and the roles bound as in Settings with
@@ -309,8 +307,10 @@ mod tests {
     fn defaults_are_valid_and_round_trip_through_sqlite() {
         let store = Store::open_in_memory().unwrap();
         assert_eq!(AppSettings::load(&store).unwrap(), AppSettings::default());
-        let mut s = AppSettings::default();
-        s.max_steps = 12;
+        let mut s = AppSettings {
+            max_steps: 12,
+            ..AppSettings::default()
+        };
         s.profiles[0].coordinate_space = "image_pixels".into();
         s.save(&store).unwrap();
         assert_eq!(AppSettings::load(&store).unwrap(), s);

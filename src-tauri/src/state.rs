@@ -49,7 +49,6 @@ pub trait UiSink: Send + Sync + 'static {
 struct ActiveRun {
     run_id: Option<String>,
     cancel: CancellationToken,
-    device: Arc<AdbDevice>,
 }
 
 /// The app's managed state.
@@ -577,7 +576,7 @@ impl AppState {
             ..AgentConfig::default()
         };
         let parts = AgentParts {
-            device: device.clone(),
+            device,
             actor,
             verifier,
             safety_reviewer,
@@ -597,7 +596,6 @@ impl AppState {
             *run = Some(ActiveRun {
                 run_id: None,
                 cancel: cancel.clone(),
-                device,
             });
         }
         self.remember_task(&task);

@@ -42,13 +42,22 @@ impl Recorder {
         panic!("timed out waiting for {what}; events: {:?}", self.kinds());
     }
     fn kinds(&self) -> Vec<&'static str> {
-        self.events.lock().unwrap().iter().map(|e| e.event.kind()).collect()
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.event.kind())
+            .collect()
     }
     fn pending_request(&self) -> Option<String> {
-        self.events.lock().unwrap().iter().find_map(|e| match &e.event {
-            AgentEvent::HumanRequested { request_id, .. } => Some(request_id.clone()),
-            _ => None,
-        })
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|e| match &e.event {
+                AgentEvent::HumanRequested { request_id, .. } => Some(request_id.clone()),
+                _ => None,
+            })
     }
 }
 
@@ -62,12 +71,19 @@ struct Fixture {
 async fn fixture(entries: Vec<ScriptEntry>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let state = Arc::new(
-        AppState::open(dir.path().join("phoneagent.sqlite3"), dir.path().join("exports")).unwrap(),
+        AppState::open(
+            dir.path().join("phoneagent.sqlite3"),
+            dir.path().join("exports"),
+        )
+        .unwrap(),
     );
     let phone = state.start_virtual_phone().await.unwrap();
     let sim_addr: SocketAddr = phone.adb_addr.parse().unwrap();
     let mut cfg = ScriptedModelConfig::with_entries(entries);
-    cfg.sim = Some(phoneagent_testkit::SimTarget { port: sim_addr.port(), serial: None });
+    cfg.sim = Some(phoneagent_testkit::SimTarget {
+        port: sim_addr.port(),
+        serial: None,
+    });
     let model = ScriptedModel::start(cfg).await.unwrap();
     let mut s = AppSettings::default();
     s.profiles[0].base_url = model.base_url();
@@ -76,19 +92,28 @@ async fn fixture(entries: Vec<ScriptEntry>) -> Fixture {
     s.max_duration_secs = 120;
     s.finish_verify = "off".into();
     state.save_settings(&s).unwrap();
-    Fixture { _dir: dir, state, model, sim_addr }
+    Fixture {
+        _dir: dir,
+        state,
+        model,
+        sim_addr,
+    }
 }
 
 fn order_script() -> Vec<ScriptEntry> {
     vec![
-        ScriptEntry::text(r#"do(action="Tap", element={{center:提交订单}}, target_description="提交订单")"#),
+        ScriptEntry::text(
+            r#"do(action="Tap", element={{center:提交订单}}, target_description="提交订单")"#,
+        ),
         ScriptEntry::text(r#"finish(message="Order submitted")"#),
         ScriptEntry::text(r#"finish(message="Order submitted", confirm=True)"#),
     ]
 }
 
 async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
-    phoneagent_sim::client::reset_at(f.sim_addr, None, "checkout").await.unwrap();
+    phoneagent_sim::client::reset_at(f.sim_addr, None, "checkout")
+        .await
+        .unwrap();
     let rec = Arc::new(Recorder::default());
     f.state
         .start_run(
@@ -102,20 +127,46 @@ async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
         )
         .await
         .unwrap();
-    let id = rec.wait("an approval request", |r| r.pending_request()).await;
-    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None).await.unwrap();
-    assert_eq!(truth.orders_placed, 0, "nothing runs before the human answers");
+    let id = rec
+        .wait("an approval request", |r| r.pending_request())
+        .await;
+    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        truth.orders_placed, 0,
+        "nothing runs before the human answers"
+    );
     // A made-up id and a mismatched answer are refused by the Rust side.
-    let err = f.state.answer("not-a-request", AnswerInput::Approve).await.unwrap_err();
+    let err = f
+        .state
+        .answer("not-a-request", AnswerInput::Approve)
+        .await
+        .unwrap_err();
     assert_eq!(err.code, "unknown_request");
-    let err = f.state.answer(&id, AnswerInput::Answer { text: "yes".into() }).await.unwrap_err();
+    let err = f
+        .state
+        .answer(&id, AnswerInput::Answer { text: "yes".into() })
+        .await
+        .unwrap_err();
     assert_eq!(err.code, "mismatched_response");
     f.state.answer(&id, answer).await.unwrap();
     // A second answer loses: the request is gone.
-    assert_eq!(f.state.answer(&id, AnswerInput::Approve).await.unwrap_err().code, "unknown_request");
-    let ended = rec.wait("the run to end", |r| r.ended.lock().unwrap().clone()).await;
+    assert_eq!(
+        f.state
+            .answer(&id, AnswerInput::Approve)
+            .await
+            .unwrap_err()
+            .code,
+        "unknown_request"
+    );
+    let ended = rec
+        .wait("the run to end", |r| r.ended.lock().unwrap().clone())
+        .await;
     assert!(!ended.run_id.is_empty(), "{ended:?}");
-    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None).await.unwrap();
+    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
+        .await
+        .unwrap();
     (rec, truth.orders_placed)
 }
 
@@ -125,13 +176,25 @@ async fn approved_hard_request_places_the_order_and_is_recorded() {
     let (rec, orders) = run_hard(&f, AnswerInput::Approve).await;
     assert_eq!(orders, 1);
     let kinds = rec.kinds();
-    assert!(kinds.contains(&"human_resolved") && kinds.contains(&"run_finished"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"human_resolved") && kinds.contains(&"run_finished"),
+        "{kinds:?}"
+    );
     let runs = f.state.list_runs(10).unwrap();
     assert_eq!(runs.len(), 1);
     let events = f.state.run_events(&runs[0].id).unwrap();
-    assert_eq!(events.len(), rec.events.lock().unwrap().len(), "the store has the same stream");
+    assert_eq!(
+        events.len(),
+        rec.events.lock().unwrap().len(),
+        "the store has the same stream"
+    );
     let ledger = f.state.ledger(&runs[0].id).unwrap();
-    assert!(ledger.iter().any(|l| l.decided_by.as_deref() == Some("human")), "{ledger:?}");
+    assert!(
+        ledger
+            .iter()
+            .any(|l| l.decided_by.as_deref() == Some("human")),
+        "{ledger:?}"
+    );
     let html = f.state.export(&runs[0].id, "html").unwrap();
     assert!(html.bytes > 1000);
     f.model.shutdown().await;
@@ -140,7 +203,13 @@ async fn approved_hard_request_places_the_order_and_is_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rejected_hard_request_leaves_no_order() {
     let f = fixture(order_script()).await;
-    let (_rec, orders) = run_hard(&f, AnswerInput::Reject { note: Some("no".into()) }).await;
+    let (_rec, orders) = run_hard(
+        &f,
+        AnswerInput::Reject {
+            note: Some("no".into()),
+        },
+    )
+    .await;
     assert_eq!(orders, 0);
     f.model.shutdown().await;
 }
@@ -149,12 +218,25 @@ async fn rejected_hard_request_leaves_no_order() {
 async fn devices_mirror_and_take_over_guard() {
     let f = fixture(vec![]).await;
     let view = f.state.list_devices().await;
-    let v = view.devices.iter().find(|d| d.is_virtual).expect("the virtual phone is listed");
+    let v = view
+        .devices
+        .iter()
+        .find(|d| d.is_virtual)
+        .expect("the virtual phone is listed");
     assert_eq!(v.state, "device");
-    assert_eq!(view.selected.as_ref().map(|s| s.serial.as_str()), Some(v.serial.as_str()));
+    assert_eq!(
+        view.selected.as_ref().map(|s| s.serial.as_str()),
+        Some(v.serial.as_str())
+    );
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    f.state.start_mirror(move |m| tx.send(m).is_ok()).await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(20), rx.recv()).await.unwrap().unwrap();
+    f.state
+        .start_mirror(move |m| tx.send(m).is_ok())
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
     match first {
         MirrorMessage::Frame { frame } => {
             assert!(frame.data_url.starts_with("data:image/png;base64,"));
@@ -165,8 +247,13 @@ async fn devices_mirror_and_take_over_guard() {
     f.state.stop_mirror();
     let err = f.state.take_over_tap(10, 10).await.unwrap_err();
     assert_eq!(err.code, "no_take_over");
-    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None).await.unwrap();
-    assert!(truth.touches.is_empty(), "a refused take-over tap must not reach the phone");
+    let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
+        .await
+        .unwrap();
+    assert!(
+        truth.touches.is_empty(),
+        "a refused take-over tap must not reach the phone"
+    );
     assert_eq!(f.state.stop_run().unwrap_err().code, "not_running");
     f.model.shutdown().await;
 }
@@ -185,5 +272,8 @@ fn settings_persist_and_keys_never_enter_them() {
     let back = state.settings().unwrap();
     assert_eq!(back, s);
     let json = serde_json::to_string(&back).unwrap();
-    assert!(!json.contains("api_key") && !json.contains("\"key\""), "{json}");
+    assert!(
+        !json.contains("api_key") && !json.contains("\"key\""),
+        "{json}"
+    );
 }
