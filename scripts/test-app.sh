@@ -19,10 +19,10 @@ step() { printf '\n== %s\n' "$*"; }
 step "UI: npm ci, svelte-check, vitest, vite build"
 (cd ui && timeout 300 npm ci --no-audit --no-fund && timeout 300 npm run check && timeout 300 npm test && timeout 300 npm run build)
 
-step "Rust: phoneagent-app tests (regenerates ui/src/lib/bindings and the event fixture)"
+step "Rust: phoneagent-app unit + integration tests (regenerate ui/src/lib/bindings and the event fixture)"
 rm -rf ui/src/lib/bindings.new
 TS_RS_EXPORT_DIR="$ROOT/ui/src/lib/bindings" PHONEAGENT_WRITE_FIXTURES=1 \
-  timeout 900 cargo test "${APP_MANIFEST[@]}" --lib
+  timeout 900 cargo test "${APP_MANIFEST[@]}" --lib --tests
 step "Generated TypeScript must be committed and current"
 if [ -n "$(git status --porcelain -- ui/src/lib/bindings ui/src/lib/fixtures)" ]; then
   git status --short -- ui/src/lib/bindings ui/src/lib/fixtures
