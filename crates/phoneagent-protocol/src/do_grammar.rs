@@ -252,8 +252,19 @@ fn think_end(text: &str, first_call: Option<usize>) -> ParseResult<usize> {
 fn no_call(text: &str, body_start: usize) -> ParseError {
     let body = &text[body_start..];
     let start = skip_noise(text, body_start);
-    let first = text[start..].chars().next();
-    if matches!(first, Some('{' | '[')) {
+    let rest = text[start..].trim_end();
+    let mut chars = rest.chars();
+    let (first, second) = (chars.next(), chars.next());
+    let looks_json = match first {
+        Some('{') => true,
+        // `[{…}]`, `["…"]`, but not prose such as "[Step 2] …".
+        Some('[') => {
+            matches!(second, Some('{' | '"' | '\'' | '['))
+                || (rest.ends_with(']') && !rest[..rest.len() - 1].contains(']'))
+        }
+        _ => false,
+    };
+    if looks_json {
         return ParseError::at(
             K::JsonWrapped,
             "the answer is JSON; write the action as a call instead, e.g. \
@@ -262,14 +273,20 @@ fn no_call(text: &str, body_start: usize) -> ParseError {
             start,
         );
     }
-    let hint = if let Some(p) = body.find("do (").or_else(|| body.find("finish (")) {
+    let hint = if let Some(p) = body
+        .find("do (action")
+        .or_else(|| body.find("finish (message"))
+    {
         return ParseError::at(
             K::NoCall,
             "write the call without a space before the parenthesis: do(action=…) or finish(message=…)",
             text,
             body_start + p,
         );
-    } else if body.contains("Do(") || body.contains("DO(") || body.contains("Finish(") {
+    } else if ["Do(", "DO(", "Finish(", "FINISH("]
+        .iter()
+        .any(|n| body.contains(n))
+    {
         " (the call names are lowercase: do(...) and finish(...))"
     } else if skip_clean(text, body_start) == text.len() {
         " after the thinking block"
@@ -1258,6 +1275,24 @@ mod tests {
     fn nesting_is_bounded() {
         let s = format!("do(action=\"Tap\", element={}", "[".repeat(100));
         assert_eq!(kind(&s), K::Syntax);
+    }
+
+    #[test]
+    fn no_call_messages_give_the_right_hint() {
+        let e = parse_do("[Step 2] I will tap the icon.", &opts()).unwrap_err();
+        assert_eq!(e.kind, K::NoCall);
+        let e = parse_do("do (action=\"Back\")", &opts()).unwrap_err();
+        assert_eq!(e.kind, K::NoCall);
+        assert!(e.message.contains("without a space"), "{}", e.message);
+        let e = parse_do("Do(action=\"Back\")", &opts()).unwrap_err();
+        assert!(e.message.contains("lowercase"), "{}", e.message);
+        let e = parse_do("<think>hmm</think>", &opts()).unwrap_err();
+        assert!(
+            e.message.contains("after the thinking block"),
+            "{}",
+            e.message
+        );
+        assert_eq!(kind("[1, 2]"), K::JsonWrapped);
     }
 
     #[test]
