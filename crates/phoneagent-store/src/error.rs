@@ -93,6 +93,12 @@ pub enum StoreError {
     #[error("run {0} is still running; cancel it or wait for it to end first")]
     RunStillRunning(Uuid),
 
+    /// `finish_run` was given `running` as the final status.
+    #[error(
+        "run {0} cannot be finished with status 'running': give its final status (succeeded, failed, cancelled, taken_over or interrupted)"
+    )]
+    NotTerminal(Uuid),
+
     /// A run that already ended cannot be ended again.
     #[error("run {0} has already ended; a run's outcome is recorded once")]
     RunAlreadyEnded(Uuid),

@@ -369,13 +369,11 @@ impl Store {
     /// the run, see [`Store::append_event`]) replaces the recorded end, summary and totals.
     ///
     /// Errors: [`StoreError::UnknownRun`]; [`StoreError::RunAlreadyEnded`] when the run already
-    /// ended with a different status (including runs marked `interrupted`); `end.status` must be
-    /// terminal.
+    /// ended with a different status (including runs marked `interrupted`);
+    /// [`StoreError::NotTerminal`] when `end.status` is `running`.
     pub fn finish_run(&self, id: Uuid, end: &RunEnd) -> Result<()> {
         if !crate::types::is_terminal(end.status) {
-            return Err(StoreError::Corrupt(format!(
-                "finish_run for {id} was given status 'running'; give the final status"
-            )));
+            return Err(StoreError::NotTerminal(id));
         }
         let summary =
             serde_json::to_string(&end.summary).map_err(StoreError::json("run summary"))?;
@@ -1129,6 +1127,9 @@ mod tests {
             completion_tokens: 0,
             cost_usd: None,
         };
-        assert!(s.finish_run(run.id, &end).is_err());
+        assert!(matches!(
+            s.finish_run(run.id, &end),
+            Err(StoreError::NotTerminal(id)) if id == run.id
+        ));
     }
 }
