@@ -86,6 +86,66 @@ async fn binary_serves_a_script_file_and_records() {
     drop(child);
 }
 
+/// Start the binary with `args`, return the child and its base URL.
+async fn spawn(args: &[&str]) -> (Child, String) {
+    let mut child = Child(
+        Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("scripted model listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, base)
+}
+
+#[tokio::test]
+async fn binary_oracle_mode_with_deliberate_error() {
+    let (child, base) = spawn(&[
+        "--oracle",
+        "--space",
+        "image_pixels",
+        "--oracle-error-px",
+        "10",
+    ])
+    .await;
+    let img = image::RgbaImage::from_fn(300, 600, |x, y| {
+        if (f64::from(x) - 100.0).hypot(f64::from(y) - 400.0) <= 15.0 {
+            image::Rgba([230, 20, 20, 255])
+        } else {
+            image::Rgba([240, 240, 240, 255])
+        }
+    });
+    let req = crate::body_with_image("s", "tap the disc", &crate::png_data_url(&img));
+    let v: Value = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&req)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "do(action=\"Tap\", element=[110,400])"
+    );
+    drop(child);
+}
+
 #[test]
 fn binary_refuses_bad_arguments_with_a_reason() {
     let out = Command::new(BIN).output().unwrap();
