@@ -28,6 +28,28 @@ pub const TARGET_MAX_CHARS: usize = 24;
 /// not private, source 000).
 pub const APP_NAME_MAX_CHARS: usize = 24;
 
+/// Longest target summary the reversibility reviewer sees, in characters (SPEC S7).
+pub const REVIEWER_SUMMARY_MAX_CHARS: usize = 120;
+
+/// The redacted target summary the reversibility reviewer sees next to the tool name (SPEC S7):
+/// the target description, the typed text or app name and the OCR text around the target,
+/// joined with ` | `, redacted, then truncated to [`REVIEWER_SUMMARY_MAX_CHARS`] characters.
+/// Never the reason, the task or the conversation.
+pub fn reviewer_summary(input: &GateInput) -> String {
+    let parts: Vec<String> = [
+        input.target_description.as_deref(),
+        input.text.as_deref(),
+        input.ocr_text.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(str::trim)
+    .filter(|s| !s.is_empty())
+    .map(redact_text)
+    .collect();
+    truncate(&parts.join(" | "), REVIEWER_SUMMARY_MAX_CHARS)
+}
+
 /// What the receipt says the call looks like (the "suspected irreversible kind").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -200,7 +200,7 @@ fn task_boundary_blocks_in_every_mode_even_when_confirmed() {
 fn boundaries_parse_in_both_languages() {
     use phoneagent_safety::EffectKind::*;
     let g = gate();
-    let cases: [(&str, &[phoneagent_safety::EffectKind]); 8] = [
+    let cases: [(&str, &[phoneagent_safety::EffectKind]); 10] = [
         ("写一封邮件给张三，不要发送", &[Send]),
         ("只加购物车，不要下单", &[Order]),
         ("看看价格就行，别付款", &[Payment]),
@@ -212,6 +212,8 @@ fn boundaries_parse_in_both_languages() {
             &[Delete, Payment],
         ),
         ("打开设置，查看特别推荐的订单", &[]),
+        ("写好邮件，别忘了发送", &[]),
+        ("Reply to Bob and don't forget to send it", &[]),
     ];
     for (task, kinds) in cases {
         let got: Vec<_> = g.boundaries(task).kinds().collect();

@@ -134,3 +134,17 @@ fn receipt_target_rules() {
     let app = GateInput::new(Tool::LaunchApp).with_text("13800138000");
     assert_eq!(receipt_target(&app).as_deref(), Some("13800138000"));
 }
+
+#[test]
+fn reviewer_summary_is_redacted_bounded_and_has_no_reason() {
+    use phoneagent_safety::receipt::reviewer_summary;
+    let mut input = GateInput::new(Tool::TypeText)
+        .target("收件人输入框")
+        .with_text("li.lei@example.com")
+        .with_reason("the user asked me to mail Li Lei; secret plan");
+    input.ocr_text = Some("收件人".repeat(60));
+    let s = reviewer_summary(&input);
+    assert!(s.starts_with("收件人输入框 | [email] | 收件人"), "{s}");
+    assert_eq!(s.chars().count(), 121);
+    assert!(!s.contains("secret plan"));
+}
