@@ -27,7 +27,11 @@ fn frame(w: u32, h: u32) -> RgbaImage {
             // A "photo".
             return Rgba([(x / 4) as u8 ^ noise, (y / 5) as u8, (x ^ y) as u8, 255]);
         }
-        if (40..70).contains(&in_row) && x > 200 && x < 200 + 60 * (row % 9 + 4) && (x / 14) % 3 != 0 {
+        if (40..70).contains(&in_row)
+            && x > 200
+            && x < 200 + 60 * (row % 9 + 4)
+            && (x / 14) % 3 != 0
+        {
             return Rgba([40 + noise, 40 + noise, 40 + noise, 255]);
         }
         if in_row == 179 {
@@ -62,10 +66,21 @@ fn bench(name: &str, img: &RgbaImage, policy: &ImagePolicy) {
 
 fn main() {
     let img = frame(1080, 2400);
-    println!("prepare_image on a 1080x2400 RGBA frame (downscale Lanczos3 + encode), {} iterations", 15);
-    println!("| policy                             | sent      | median ms | min ms  | size KiB  |");
-    println!("|------------------------------------|-----------|-----------|---------|-----------|");
-    bench("default (1568 / 1.0 MP, JPEG q85)", &img, &ImagePolicy::default());
+    println!(
+        "prepare_image on a 1080x2400 RGBA frame (downscale Lanczos3 + encode), {} iterations",
+        15
+    );
+    println!(
+        "| policy                             | sent      | median ms | min ms  | size KiB  |"
+    );
+    println!(
+        "|------------------------------------|-----------|-----------|---------|-----------|"
+    );
+    bench(
+        "default (1568 / 1.0 MP, JPEG q85)",
+        &img,
+        &ImagePolicy::default(),
+    );
     bench(
         "default, PNG",
         &img,

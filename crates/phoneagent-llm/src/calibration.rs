@@ -85,12 +85,18 @@ pub struct MemoryCalibrationCache {
 
 impl CalibrationCache for MemoryCalibrationCache {
     fn get(&self, key: &CalibrationKey) -> std::result::Result<Option<CachedContract>, String> {
-        let map = self.map.lock().map_err(|_| "cache lock poisoned".to_string())?;
+        let map = self
+            .map
+            .lock()
+            .map_err(|_| "cache lock poisoned".to_string())?;
         Ok(map.get(key).cloned())
     }
 
     fn put(&self, key: &CalibrationKey, value: &CachedContract) -> std::result::Result<(), String> {
-        let mut map = self.map.lock().map_err(|_| "cache lock poisoned".to_string())?;
+        let mut map = self
+            .map
+            .lock()
+            .map_err(|_| "cache lock poisoned".to_string())?;
         map.insert(key.clone(), value.clone());
         Ok(())
     }
@@ -403,12 +409,7 @@ pub async fn negotiate(ctx: &CalibrationContext<'_>) -> Result<CalibrationReport
             CoordinateSpace::ImagePixels => ParseOptions::pixels(sent.0, sent.1),
             _ => ParseOptions::relative_0_999(),
         };
-        let to_px = |c: CanonicalPoint| {
-            (
-                c.x * f64::from(sent.0 - 1),
-                c.y * f64::from(sent.1 - 1),
-            )
-        };
+        let to_px = |c: CanonicalPoint| (c.x * f64::from(sent.0 - 1), c.y * f64::from(sent.1 - 1));
         let mut cand = CandidateResult {
             space,
             probes: Vec::new(),
@@ -447,8 +448,9 @@ pub async fn negotiate(ctx: &CalibrationContext<'_>) -> Result<CalibrationReport
             let parsed = match ctx.profile.protocol {
                 ActionProtocol::Do => parse_do(&resp.content, &opts).map_err(|e| e.to_string()),
                 ActionProtocol::Tools => match resp.tool_calls.first() {
-                    Some(c) => parse_tool_call(&c.name, &c.arguments, &opts)
-                        .map_err(|e| e.to_string()),
+                    Some(c) => {
+                        parse_tool_call(&c.name, &c.arguments, &opts).map_err(|e| e.to_string())
+                    }
                     None => Err(format!(
                         "no tool call in the answer (text: {:?})",
                         resp.content.chars().take(80).collect::<String>()
@@ -471,8 +473,9 @@ pub async fn negotiate(ctx: &CalibrationContext<'_>) -> Result<CalibrationReport
                         Ok(c) => {
                             let p = to_px(c);
                             probe.answer_px = Some(p);
-                            probe.error_px =
-                                Some(((p.0 - target_px.0).powi(2) + (p.1 - target_px.1).powi(2)).sqrt());
+                            probe.error_px = Some(
+                                ((p.0 - target_px.0).powi(2) + (p.1 - target_px.1).powi(2)).sqrt(),
+                            );
                         }
                         Err(e) => probe.problem = Some(e.to_string()),
                     }
@@ -575,9 +578,17 @@ mod tests {
 
     #[test]
     fn prompts_state_the_contract() {
-        let p = prompt(CoordinateSpace::ImagePixels, (672, 1493), ActionProtocol::Do);
+        let p = prompt(
+            CoordinateSpace::ImagePixels,
+            (672, 1493),
+            ActionProtocol::Do,
+        );
         assert!(p.contains("672x1493") && p.contains("671") && p.contains("do(action=\"Tap\""));
-        let p = prompt(CoordinateSpace::Relative0999, (672, 1493), ActionProtocol::Tools);
+        let p = prompt(
+            CoordinateSpace::Relative0999,
+            (672, 1493),
+            ActionProtocol::Tools,
+        );
         assert!(p.contains("0 to 999") && p.contains("`tap` tool"));
     }
 
@@ -596,8 +607,10 @@ mod tests {
         c.put(&k, &v).unwrap();
         assert_eq!(c.get(&k).unwrap(), Some(v));
         let mut p2 = p.clone();
-        p2.extra_body
-            .insert("chat_template_kwargs".into(), json!({"enable_thinking": true}));
+        p2.extra_body.insert(
+            "chat_template_kwargs".into(),
+            json!({"enable_thinking": true}),
+        );
         assert_ne!(cache_key("http://h/v1/chat/completions", &p2), k);
     }
 }

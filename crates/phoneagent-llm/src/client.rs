@@ -423,10 +423,7 @@ impl ModelClient for ChatClient {
                     });
                 }
                 Ok(Ok(parsed)) => {
-                    return Ok(parsed.into_response(
-                        started.elapsed().as_millis() as u64,
-                        attempts,
-                    ));
+                    return Ok(parsed.into_response(started.elapsed().as_millis() as u64, attempts));
                 }
                 Ok(Err(a)) => a,
             };
@@ -772,7 +769,10 @@ fn parse_completion(body: &[u8]) -> std::result::Result<Parsed, Attempt> {
     })?;
     if let Some(err) = wire.error.as_ref().filter(|_| wire.choices.is_none()) {
         return Err(malformed(
-            format!("the endpoint returned an error object: {}", error_detail(&json!({"error": err}).to_string())),
+            format!(
+                "the endpoint returned an error object: {}",
+                error_detail(&json!({"error": err}).to_string())
+            ),
             body,
         ));
     }
@@ -786,26 +786,28 @@ fn parse_completion(body: &[u8]) -> std::result::Result<Parsed, Attempt> {
     let msg = choice
         .message
         .ok_or_else(|| malformed("`choices[0].message` is missing", body))?;
-    let tool_calls = msg
-        .tool_calls
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let f = c.function.ok_or_else(|| {
-                malformed(format!("tool call {i} has no `function` object"), body)
-            })?;
-            let name = f
-                .name
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| malformed(format!("tool call {i} has no function name"), body))?;
-            Ok(ToolCall {
-                id: c.id.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("call_{i}")),
-                name,
-                arguments: f.arguments.as_ref().map(arguments_text).unwrap_or_default(),
+    let tool_calls =
+        msg.tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let f = c.function.ok_or_else(|| {
+                    malformed(format!("tool call {i} has no `function` object"), body)
+                })?;
+                let name = f.name.filter(|n| !n.is_empty()).ok_or_else(|| {
+                    malformed(format!("tool call {i} has no function name"), body)
+                })?;
+                Ok(ToolCall {
+                    id: c
+                        .id
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| format!("call_{i}")),
+                    name,
+                    arguments: f.arguments.as_ref().map(arguments_text).unwrap_or_default(),
+                })
             })
-        })
-        .collect::<std::result::Result<Vec<_>, Attempt>>()?;
+            .collect::<std::result::Result<Vec<_>, Attempt>>()?;
     Ok(Parsed {
         content: msg.content.as_ref().map(content_text).unwrap_or_default(),
         reasoning: msg.reasoning_content.or(msg.reasoning).unwrap_or_default(),
@@ -953,7 +955,8 @@ impl StreamAccumulator {
         if !self.saw_chunk {
             return Err(malformed("the event stream ended without any chunk", b""));
         }
-        for (i, (idx, (id, name, args))) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+        for (i, (idx, (id, name, args))) in std::mem::take(&mut self.calls).into_iter().enumerate()
+        {
             if name.is_empty() {
                 return Err(malformed(
                     format!("streamed tool call {idx} has no function name"),
@@ -961,7 +964,11 @@ impl StreamAccumulator {
                 ));
             }
             self.parsed.tool_calls.push(ToolCall {
-                id: if id.is_empty() { format!("call_{i}") } else { id },
+                id: if id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    id
+                },
                 name,
                 arguments: args,
             });
@@ -983,7 +990,10 @@ mod tests {
             Some(Duration::from_millis(1500))
         );
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(30))
+        );
         let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
         assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
@@ -1080,8 +1090,10 @@ mod tests {
     #[test]
     fn body_shape() {
         let mut cfg = ClientConfig::new("http://127.0.0.1:1/v1/", "m");
-        cfg.extra_body
-            .insert("chat_template_kwargs".into(), json!({"enable_thinking": false}));
+        cfg.extra_body.insert(
+            "chat_template_kwargs".into(),
+            json!({"enable_thinking": false}),
+        );
         let c = ChatClient::new(cfg).unwrap();
         assert_eq!(c.endpoint(), "http://127.0.0.1:1/v1/chat/completions");
         let req = ChatRequest {
@@ -1127,8 +1139,8 @@ mod tests {
     fn bad_configs_are_explained() {
         let e = ChatClient::new(ClientConfig::new("localhost:8000", "m")).unwrap_err();
         assert!(e.to_string().contains("http://"), "{e}");
-        let e = ChatClient::new(ClientConfig::new("http://h/v1/chat/completions", "m"))
-            .unwrap_err();
+        let e =
+            ChatClient::new(ClientConfig::new("http://h/v1/chat/completions", "m")).unwrap_err();
         assert!(e.to_string().contains("must not include"), "{e}");
         let e = ChatClient::new(ClientConfig::new("http://h/v1", " ")).unwrap_err();
         assert!(e.to_string().contains("no model name"), "{e}");

@@ -453,9 +453,7 @@ impl ModelsConfig {
                 .get(&Role::Actor)
                 .and_then(|b| self.profiles.get(&b.model))
                 .cloned()
-                .unwrap_or_else(|| {
-                    Profile::new("http://localhost:8000/v1", "autoglm-phone-9b")
-                });
+                .unwrap_or_else(|| Profile::new("http://localhost:8000/v1", "autoglm-phone-9b"));
             if let Some(u) = &env.base_url {
                 p.base_url = u.clone();
             }
@@ -531,7 +529,11 @@ impl ModelsConfig {
     }
 
     /// Resolves one profile by name, with its key (env key, else keyring entry).
-    pub fn profile(&self, name: &str, keys: &dyn KeyLookup) -> Result<(Profile, Option<ApiKey>, String)> {
+    pub fn profile(
+        &self,
+        name: &str,
+        keys: &dyn KeyLookup,
+    ) -> Result<(Profile, Option<ApiKey>, String)> {
         let p = self.profiles.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
             LlmError::config(format!(
@@ -597,10 +599,9 @@ impl ModelsConfig {
                 (e.to_string(), next)
             }
             None if !reviewer => (format!("no {role} model configured"), Role::Actor),
-            None if self.roles.contains_key(&Role::Verifier) => (
-                format!("no {role} model configured"),
-                Role::Verifier,
-            ),
+            None if self.roles.contains_key(&Role::Verifier) => {
+                (format!("no {role} model configured"), Role::Verifier)
+            }
             None => {
                 return Ok(RoleResolution::Unavailable {
                     role,
@@ -765,7 +766,10 @@ mod tests {
         let m = r.model().unwrap();
         assert_eq!(m.profile_name, "judge");
         let fb = m.fallback.as_ref().unwrap();
-        assert_eq!((fb.role, fb.to_role), (Role::SafetyReviewer, Role::Verifier));
+        assert_eq!(
+            (fb.role, fb.to_role),
+            (Role::SafetyReviewer, Role::Verifier)
+        );
         assert!(fb.reason.contains("no safety_reviewer model configured"));
 
         // Without a verifier, the reviewer is unavailable (never the actor).
@@ -790,13 +794,24 @@ mod tests {
         let r = c.resolve(Role::AutoReviewer, &NoKeys).unwrap();
         let fb = r.model().unwrap().fallback.clone().unwrap();
         assert_eq!(fb.to_role, Role::Verifier);
-        assert!(fb.reason.contains("unknown model profile \"nope\""), "{}", fb.reason);
-        assert!(fb.reason.contains("known profiles: judge, local"), "{}", fb.reason);
+        assert!(
+            fb.reason.contains("unknown model profile \"nope\""),
+            "{}",
+            fb.reason
+        );
+        assert!(
+            fb.reason.contains("known profiles: judge, local"),
+            "{}",
+            fb.reason
+        );
         // Broken verifier too: still one hop only → unavailable with both reasons.
         c.set_role(Role::Verifier, "gone");
         match c.resolve(Role::AutoReviewer, &NoKeys).unwrap() {
             RoleResolution::Unavailable { reason, .. } => {
-                assert!(reason.contains("\"nope\"") && reason.contains("\"gone\""), "{reason}")
+                assert!(
+                    reason.contains("\"nope\"") && reason.contains("\"gone\""),
+                    "{reason}"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -811,7 +826,10 @@ mod tests {
         let e = ModelsConfig::from_json("{\n  \"profiles\": {,}\n}", Path::new("/x/models.json"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("/x/models.json") && e.contains("line 2 column"), "{e}");
+        assert!(
+            e.contains("/x/models.json") && e.contains("line 2 column"),
+            "{e}"
+        );
         let e = ModelsConfig::from_json(
             r#"{"profiles": {"a": {"base_url": "http://h/v1", "model": "m", "modle": 1}}}"#,
             Path::new("/x/models.json"),
@@ -826,9 +844,10 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("profile \"a\"") && e.contains("http://"), "{e}");
-        let e = ModelsConfig::from_json(r#"{"roles": {"planner": {"model": "a"}}}"#, Path::new("m"))
-            .unwrap_err()
-            .to_string();
+        let e =
+            ModelsConfig::from_json(r#"{"roles": {"planner": {"model": "a"}}}"#, Path::new("m"))
+                .unwrap_err()
+                .to_string();
         assert!(e.contains("planner"), "{e}");
     }
 
@@ -867,12 +886,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         c.save(dir.path()).unwrap();
         let text = std::fs::read_to_string(dir.path().join(MODELS_FILE)).unwrap();
-        assert!(!text.contains("sk-env-123") && !text.contains("env:"), "{text}");
+        assert!(
+            !text.contains("sk-env-123") && !text.contains("env:"),
+            "{text}"
+        );
         let back = ModelsConfig::load(dir.path()).unwrap();
         assert_eq!(back.profiles.len(), 2);
 
         let e = ModelsConfig::default()
-            .apply_env(&EnvOverrides::from_pairs([("MODEL_COORDINATE_SPACE", "pixels")]))
+            .apply_env(&EnvOverrides::from_pairs([(
+                "MODEL_COORDINATE_SPACE",
+                "pixels",
+            )]))
             .unwrap_err();
         assert!(e.to_string().contains("MODEL_COORDINATE_SPACE"), "{e}");
     }

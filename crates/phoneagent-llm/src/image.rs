@@ -239,8 +239,8 @@ fn resize_rgba(img: &RgbaImage, tw: u32, th: u32) -> Result<Vec<u8>> {
         .map_err(|e| LlmError::Image(format!("bad source image {w}x{h}: {e}")))?;
     let mut dst = fr::images::Image::new(tw, th, fr::PixelType::U8x4);
     let mut resizer = fr::Resizer::new();
-    let opts = fr::ResizeOptions::new()
-        .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3));
+    let opts =
+        fr::ResizeOptions::new().resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3));
     resizer
         .resize(&src, &mut dst, &opts)
         .map_err(|e| LlmError::Image(format!("resizing {w}x{h} to {tw}x{th} failed: {e}")))?;
@@ -296,7 +296,10 @@ mod tests {
             assert!((out.scale.0 - 672.0 / 1080.0).abs() < 1e-12);
             let decoded = image::load_from_memory(&out.bytes).unwrap();
             assert_eq!((decoded.width(), decoded.height()), out.sent);
-            assert!(out.data_url().starts_with(&format!("data:{};base64,", format.mime())));
+            assert!(
+                out.data_url()
+                    .starts_with(&format!("data:{};base64,", format.mime()))
+            );
         }
     }
 

@@ -238,7 +238,11 @@ impl TokenLedger {
 
     /// Would a call with `estimated_prompt` input tokens and up to `max_completion` output
     /// tokens break a budget? Checks the input-token budget first.
-    pub fn would_exceed(&self, estimated_prompt: u64, max_completion: u64) -> Option<BudgetExceeded> {
+    pub fn would_exceed(
+        &self,
+        estimated_prompt: u64,
+        max_completion: u64,
+    ) -> Option<BudgetExceeded> {
         if let Some(limit) = self.budgets.input_tokens
             && estimated_prompt > limit
         {
@@ -321,7 +325,9 @@ fn image_tokens(url: &str) -> u64 {
         .and_then(|(_, b64)| {
             // The header is in the first bytes; decode a prefix (a multiple of 4 chars).
             let prefix = &b64[..b64.len().min(64 * 1024) / 4 * 4];
-            base64::engine::general_purpose::STANDARD.decode(prefix).ok()
+            base64::engine::general_purpose::STANDARD
+                .decode(prefix)
+                .ok()
         })
         .and_then(|bytes| {
             image::ImageReader::new(std::io::Cursor::new(bytes))
@@ -362,8 +368,22 @@ mod tests {
             prompt_per_mtok: 1.0,
             completion_per_mtok: 4.0,
         };
-        l.record(Role::Actor, CallKind::Calibration, None, Some(&price), &resp(1000, 10, 50), "m");
-        l.record(Role::Actor, CallKind::Planning, Some(1), Some(&price), &resp(3000, 100, 900), "m");
+        l.record(
+            Role::Actor,
+            CallKind::Calibration,
+            None,
+            Some(&price),
+            &resp(1000, 10, 50),
+            "m",
+        );
+        l.record(
+            Role::Actor,
+            CallKind::Planning,
+            Some(1),
+            Some(&price),
+            &resp(3000, 100, 900),
+            "m",
+        );
         let r = l.record(
             Role::SafetyReviewer,
             CallKind::SafetyReviewer,
@@ -384,7 +404,10 @@ mod tests {
             })
         );
         let over = l.would_exceed(3900, 2000).unwrap();
-        assert!(over.to_string().contains("run token budget of 10000"), "{over}");
+        assert!(
+            over.to_string().contains("run token budget of 10000"),
+            "{over}"
+        );
         assert_eq!(l.would_exceed(3000, 500), None);
         let s = l.summary();
         assert_eq!(s.total.calls, 3);
@@ -405,10 +428,21 @@ mod tests {
             input_tokens: None,
         });
         assert!(!l.exhausted());
-        l.record(Role::Actor, CallKind::Planning, None, None, &resp(90, 20, 1), "m");
+        l.record(
+            Role::Actor,
+            CallKind::Planning,
+            None,
+            None,
+            &resp(90, 20, 1),
+            "m",
+        );
         assert!(l.exhausted());
         assert_eq!(l.remaining(), Some(0));
-        assert!(TokenLedger::default().would_exceed(u64::MAX / 4, 0).is_none());
+        assert!(
+            TokenLedger::default()
+                .would_exceed(u64::MAX / 4, 0)
+                .is_none()
+        );
     }
 
     #[test]

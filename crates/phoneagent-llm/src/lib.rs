@@ -37,8 +37,8 @@ pub use calibration::{
     CalibrationReport, CalibrationSettings, MemoryCalibrationCache, negotiate,
 };
 pub use config::{
-    ActionProtocol, EnvOverrides, ModelFallback, ModelsConfig, Price, Profile, ResolvedModel,
-    Role, RoleResolution,
+    ActionProtocol, EnvOverrides, ModelFallback, ModelsConfig, Price, Profile, ResolvedModel, Role,
+    RoleResolution,
 };
 pub use image::{ImageFormat, ImagePolicy, PreparedImage, prepare_image};
 pub use ledger::{BudgetExceeded, Budgets, CallKind, CallRecord, LedgerSummary, TokenLedger};

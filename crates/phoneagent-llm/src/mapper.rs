@@ -61,6 +61,18 @@ pub struct MappedPoint {
     pub rotation: Rotation,
 }
 
+impl From<MappedPoint> for phoneagent_protocol::event::MappedPoint {
+    /// The event's shape (model, canonical, runtime, device) of a mapped point.
+    fn from(p: MappedPoint) -> Self {
+        Self {
+            model: p.model,
+            canonical: [p.canonical.x, p.canonical.y],
+            runtime: p.runtime,
+            device: p.device,
+        }
+    }
+}
+
 /// Maps model coordinates for one observation (one screenshot as sent).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CoordinateMapper {
@@ -202,7 +214,10 @@ impl CoordinateMapper {
 /// Canonical → runtime `0..=999` (round to nearest). Input must be in `[0,1]`.
 pub fn canonical_to_runtime(c: CanonicalPoint) -> RuntimePoint {
     let q = |v: f64| (v.clamp(0.0, 1.0) * 999.0).round() as u16;
-    RuntimePoint { x: q(c.x), y: q(c.y) }
+    RuntimePoint {
+        x: q(c.x),
+        y: q(c.y),
+    }
 }
 
 /// Runtime `0..=999` → device px on `geometry` (current orientation):
@@ -247,13 +262,8 @@ mod tests {
     #[test]
     fn relative_corners_and_center() {
         let g = geo(1080, 2400, Rotation::R0);
-        let m = CoordinateMapper::new(
-            CoordinateSpace::Relative0999,
-            (1080, 2400),
-            (672, 1493),
-            g,
-        )
-        .unwrap();
+        let m = CoordinateMapper::new(CoordinateSpace::Relative0999, (1080, 2400), (672, 1493), g)
+            .unwrap();
         let p = m.map(ModelPoint { x: 0.0, y: 0.0 }, &g).unwrap();
         assert_eq!((p.device.x, p.device.y), (0, 0));
         let p = m.map(ModelPoint { x: 999.0, y: 999.0 }, &g).unwrap();
@@ -261,18 +271,31 @@ mod tests {
         let p = m.map(ModelPoint { x: 500.0, y: 500.0 }, &g).unwrap();
         assert_eq!((p.runtime.x, p.runtime.y), (500, 500));
         assert_eq!((p.device.x, p.device.y), (540, 1201));
+        let ev: phoneagent_protocol::event::MappedPoint = p.into();
+        assert_eq!(ev.canonical, [p.canonical.x, p.canonical.y]);
+        assert_eq!(ev.device, p.device);
     }
 
     #[test]
     fn image_pixels_use_sent_size() {
         let g = geo(1080, 2400, Rotation::R0);
-        let m =
-            CoordinateMapper::new(CoordinateSpace::ImagePixels, (1080, 2400), (672, 1493), g)
-                .unwrap();
-        let p = m.map(ModelPoint { x: 671.0, y: 1492.0 }, &g).unwrap();
+        let m = CoordinateMapper::new(CoordinateSpace::ImagePixels, (1080, 2400), (672, 1493), g)
+            .unwrap();
+        let p = m
+            .map(
+                ModelPoint {
+                    x: 671.0,
+                    y: 1492.0,
+                },
+                &g,
+            )
+            .unwrap();
         assert_eq!((p.device.x, p.device.y), (1079, 2399));
         let e = m.map(ModelPoint { x: 672.0, y: 10.0 }, &g).unwrap_err();
-        assert_eq!(e.code(), phoneagent_protocol::ErrorCode::CoordinateOutOfRange);
+        assert_eq!(
+            e.code(),
+            phoneagent_protocol::ErrorCode::CoordinateOutOfRange
+        );
         assert!(e.to_string().contains("x=672"), "{e}");
         assert!(e.to_string().contains("not clamped"), "{e}");
     }
@@ -280,13 +303,15 @@ mod tests {
     #[test]
     fn out_of_range_and_nan_rejected() {
         let g = geo(1080, 2400, Rotation::R0);
-        let m =
-            CoordinateMapper::new(CoordinateSpace::Relative0999, (1080, 2400), (672, 1493), g)
-                .unwrap();
+        let m = CoordinateMapper::new(CoordinateSpace::Relative0999, (1080, 2400), (672, 1493), g)
+            .unwrap();
         for p in [
             ModelPoint { x: 1200.0, y: 5.0 },
             ModelPoint { x: -1.0, y: 5.0 },
-            ModelPoint { x: 5.0, y: f64::NAN },
+            ModelPoint {
+                x: 5.0,
+                y: f64::NAN,
+            },
             ModelPoint {
                 x: f64::INFINITY,
                 y: 5.0,
@@ -307,7 +332,9 @@ mod tests {
             portrait,
         )
         .unwrap();
-        let e = m.map(ModelPoint { x: 1.0, y: 1.0 }, &landscape).unwrap_err();
+        let e = m
+            .map(ModelPoint { x: 1.0, y: 1.0 }, &landscape)
+            .unwrap_err();
         assert_eq!(e.code(), phoneagent_protocol::ErrorCode::StaleAction);
         // A screenshot in the other orientation than the display is refused up front.
         let e = CoordinateMapper::new(
@@ -333,6 +360,8 @@ mod tests {
     #[test]
     fn auto_is_not_mappable() {
         let g = geo(1080, 2400, Rotation::R0);
-        assert!(CoordinateMapper::new(CoordinateSpace::Auto, (1080, 2400), (672, 1493), g).is_err());
+        assert!(
+            CoordinateMapper::new(CoordinateSpace::Auto, (1080, 2400), (672, 1493), g).is_err()
+        );
     }
 }

@@ -34,7 +34,9 @@ struct Oracle {
 /// Finds the red disc: centroid of strongly red pixels, in image px, and the image size.
 fn locate(url: &str) -> ((f64, f64), (u32, u32)) {
     let b64 = url.split_once(";base64,").unwrap().1;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
     let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
     let (mut sx, mut sy, mut n) = (0.0, 0.0, 0.0);
     for (x, y, p) in img.enumerate_pixels() {
@@ -114,7 +116,11 @@ async fn run(
     g: ScreenGeometry,
     cache: &MemoryCalibrationCache,
 ) -> Run {
-    let client = ChatClient::new(ClientConfig::new(format!("{}/v1", server.uri()), profile.model.clone())).unwrap();
+    let client = ChatClient::new(ClientConfig::new(
+        format!("{}/v1", server.uri()),
+        profile.model.clone(),
+    ))
+    .unwrap();
     let ledger = TokenLedger::new(Budgets::default());
     let cancel = CancellationToken::new();
     let ctx = CalibrationContext {
@@ -145,9 +151,17 @@ async fn relative_model_freezes_relative_and_is_cached() {
     let profile = auto_profile(ActionProtocol::Do);
     let g = geometry(1080, 2400, Rotation::R0);
     let r = run(&s, &profile, g, &cache).await;
-    assert_eq!(r.report.method, CalibrationMethod::Negotiated, "{}", r.report.detail);
+    assert_eq!(
+        r.report.method,
+        CalibrationMethod::Negotiated,
+        "{}",
+        r.report.detail
+    );
     assert_eq!(r.report.space, Some(CoordinateSpace::Relative0999));
-    assert_eq!(r.report.require_frozen().unwrap(), CoordinateSpace::Relative0999);
+    assert_eq!(
+        r.report.require_frozen().unwrap(),
+        CoordinateSpace::Relative0999
+    );
     assert_eq!(r.report.calls, 4);
     assert_eq!(r.report.image_size, (672, 1493));
     let c = &r.report.candidates[0];
@@ -156,7 +170,11 @@ async fn relative_model_freezes_relative_and_is_cached() {
     // Ledger: every probe booked as calibration under the actor.
     let calls = r.ledger.calls();
     assert_eq!(calls.len(), 4);
-    assert!(calls.iter().all(|c| c.kind == CallKind::Calibration && c.role == Role::Actor));
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.kind == CallKind::Calibration && c.role == Role::Actor)
+    );
     assert_eq!(r.ledger.used_tokens(), 4 * 920);
     // The event the runtime emits.
     let ev = serde_json::to_value(r.report.to_event()).unwrap();
@@ -168,7 +186,12 @@ async fn relative_model_freezes_relative_and_is_cached() {
     let reqs = s.received_requests().await.unwrap();
     let body: Value = reqs[0].body_json().unwrap();
     assert_eq!(body["messages"].as_array().unwrap().len(), 1);
-    assert!(body["messages"][0]["content"][1]["text"].as_str().unwrap().contains("0 to 999"));
+    assert!(
+        body["messages"][0]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("0 to 999")
+    );
 
     // Second run: cache hit, no new requests.
     let r2 = run(&s, &profile, g, &cache).await;
@@ -178,12 +201,23 @@ async fn relative_model_freezes_relative_and_is_cached() {
     assert!(r2.report.detail.contains("from the calibration cache"));
     // A different thinking mode is a different cache entry.
     let mut thinking = profile.clone();
-    thinking
-        .extra_body
-        .insert("chat_template_kwargs".into(), json!({"enable_thinking": true}));
+    thinking.extra_body.insert(
+        "chat_template_kwargs".into(),
+        json!({"enable_thinking": true}),
+    );
     let endpoint = format!("{}/v1/chat/completions", s.uri());
-    assert!(cache.get(&cache_key(&endpoint, &profile)).unwrap().is_some());
-    assert!(cache.get(&cache_key(&endpoint, &thinking)).unwrap().is_none());
+    assert!(
+        cache
+            .get(&cache_key(&endpoint, &profile))
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        cache
+            .get(&cache_key(&endpoint, &thinking))
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -192,7 +226,12 @@ async fn pixel_model_freezes_image_pixels_with_tools() {
     let cache = MemoryCalibrationCache::default();
     let profile = auto_profile(ActionProtocol::Tools);
     let r = run(&s, &profile, geometry(1080, 2400, Rotation::R0), &cache).await;
-    assert_eq!(r.report.space, Some(CoordinateSpace::ImagePixels), "{}", r.report.detail);
+    assert_eq!(
+        r.report.space,
+        Some(CoordinateSpace::ImagePixels),
+        "{}",
+        r.report.detail
+    );
     // The relative candidate failed on its first probe and stopped early.
     assert_eq!(r.report.candidates.len(), 2);
     assert!(!r.report.candidates[0].accepted);
@@ -213,7 +252,12 @@ async fn pixel_model_on_landscape_with_patch_aligned_images() {
         ..Default::default()
     };
     let r = run(&s, &profile, geometry(2400, 1080, Rotation::R90), &cache).await;
-    assert_eq!(r.report.space, Some(CoordinateSpace::ImagePixels), "{}", r.report.detail);
+    assert_eq!(
+        r.report.space,
+        Some(CoordinateSpace::ImagePixels),
+        "{}",
+        r.report.detail
+    );
     assert_eq!(r.report.image_size, (980, 448));
 }
 
@@ -222,16 +266,25 @@ async fn explicit_space_makes_no_calls() {
     let s = server(Answers::Constant, ActionProtocol::Do).await;
     let mut profile = auto_profile(ActionProtocol::Do);
     profile.coordinate_space = CoordinateSpace::DisplayPixels;
-    let r = run(&s, &profile, geometry(1080, 2400, Rotation::R0), &MemoryCalibrationCache::default()).await;
+    let r = run(
+        &s,
+        &profile,
+        geometry(1080, 2400, Rotation::R0),
+        &MemoryCalibrationCache::default(),
+    )
+    .await;
     assert_eq!(r.report.method, CalibrationMethod::Explicit);
     assert_eq!(r.report.space, Some(CoordinateSpace::DisplayPixels));
     assert_eq!(s.received_requests().await.unwrap().len(), 0);
-    assert_eq!(r.report.to_event(), phoneagent_protocol::AgentEvent::CoordinateCalibration {
-        method: "explicit".into(),
-        space: Some(CoordinateSpace::DisplayPixels),
-        probes: vec![],
-        detail: r.report.detail.clone(),
-    });
+    assert_eq!(
+        r.report.to_event(),
+        phoneagent_protocol::AgentEvent::CoordinateCalibration {
+            method: "explicit".into(),
+            space: Some(CoordinateSpace::DisplayPixels),
+            probes: vec![],
+            detail: r.report.detail.clone(),
+        }
+    );
 }
 
 #[tokio::test]
@@ -255,11 +308,19 @@ async fn bad_models_fail_closed_with_endpoint_model_and_errors() {
             msg.starts_with(&format!("coordinate calibration failed for model probe-model at {endpoint}: no coordinate space met the bounds")),
             "{msg}"
         );
-        assert!(msg.contains("relative_0_999: ") && msg.contains("image_pixels: "), "{msg}");
+        assert!(
+            msg.contains("relative_0_999: ") && msg.contains("image_pixels: "),
+            "{msg}"
+        );
         assert!(msg.contains(what), "{msg}");
         assert!(msg.contains("Stopping before touching the device"), "{msg}");
         // Nothing was cached.
-        assert!(cache.get(&cache_key(&endpoint, &profile)).unwrap().is_none());
+        assert!(
+            cache
+                .get(&cache_key(&endpoint, &profile))
+                .unwrap()
+                .is_none()
+        );
         let ev = serde_json::to_value(r.report.to_event()).unwrap();
         assert_eq!(ev["method"], "rejected");
         assert!(ev["space"].is_null());
@@ -274,7 +335,8 @@ async fn a_sloppy_model_passes_with_looser_bounds_only() {
     // radius ≈ 34 px) rejects it, explicit 60 px bounds accept it.
     let s = server(Answers::Sloppy, ActionProtocol::Do).await;
     let profile = auto_profile(ActionProtocol::Do);
-    let client = ChatClient::new(ClientConfig::new(format!("{}/v1", s.uri()), "probe-model")).unwrap();
+    let client =
+        ChatClient::new(ClientConfig::new(format!("{}/v1", s.uri()), "probe-model")).unwrap();
     let ledger = TokenLedger::default();
     let cancel = CancellationToken::new();
     let cache = MemoryCalibrationCache::default();
@@ -300,7 +362,8 @@ async fn a_sloppy_model_passes_with_looser_bounds_only() {
 async fn cancelled_calibration_is_cancelled_not_rejected() {
     let s = server(Answers::Relative, ActionProtocol::Do).await;
     let profile = auto_profile(ActionProtocol::Do);
-    let client = ChatClient::new(ClientConfig::new(format!("{}/v1", s.uri()), "probe-model")).unwrap();
+    let client =
+        ChatClient::new(ClientConfig::new(format!("{}/v1", s.uri()), "probe-model")).unwrap();
     let ledger = TokenLedger::default();
     let cancel = CancellationToken::new();
     cancel.cancel();

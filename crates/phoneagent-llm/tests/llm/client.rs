@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use phoneagent_llm::{
-    ApiKey, ChatClient, ChatMessage, ChatRequest, ClientConfig, ContentPart, LlmError,
-    ModelClient, RetryPolicy, ToolChoice, ToolSpec,
+    ApiKey, ChatClient, ChatMessage, ChatRequest, ClientConfig, ContentPart, LlmError, ModelClient,
+    RetryPolicy, ToolChoice, ToolSpec,
 };
 use phoneagent_protocol::ErrorCode;
 use serde_json::{Value, json};
@@ -161,10 +161,9 @@ async fn server_error_500_then_success() {
 async fn persistent_500_names_endpoint_model_status_and_server_message() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(500)
-                .set_body_json(json!({"error": {"message": "CUDA out of memory", "type": "server_error"}})),
-        )
+        .respond_with(ResponseTemplate::new(500).set_body_json(
+            json!({"error": {"message": "CUDA out of memory", "type": "server_error"}}),
+        ))
         .mount(&server)
         .await;
     let err = client(&server, 3)
@@ -198,10 +197,21 @@ async fn unauthorized_never_shows_the_key() {
     let err = c.chat(req(), &CancellationToken::new()).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::ModelConfig);
     let msg = err.to_string();
-    assert!(!msg.contains(KEY) && !format!("{err:?}").contains(KEY), "{msg}");
+    assert!(
+        !msg.contains(KEY) && !format!("{err:?}").contains(KEY),
+        "{msg}"
+    );
     assert!(!format!("{c:?}").contains(KEY));
-    assert!(msg.contains("answered HTTP 401 after 1 attempt(s): Incorrect API key provided: [redacted]"), "{msg}");
-    assert!(msg.contains("rejected the credentials (keyring entry \"openai\")"), "{msg}");
+    assert!(
+        msg.contains(
+            "answered HTTP 401 after 1 attempt(s): Incorrect API key provided: [redacted]"
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("rejected the credentials (keyring entry \"openai\")"),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -261,7 +271,12 @@ async fn connection_refused_is_retried_then_explained() {
         )),
         "{msg}"
     );
-    assert!(msg.ends_with("Check that the server is running and that base_url (including /v1) is right"), "{msg}");
+    assert!(
+        msg.ends_with(
+            "Check that the server is running and that base_url (including /v1) is right"
+        ),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -283,7 +298,11 @@ async fn cancel_mid_request_returns_promptly_and_drops_the_connection() {
         assert!(String::from_utf8_lossy(&got).starts_with("POST /v1/chat/completions"));
         let _ = closed_tx.send(Duration::ZERO);
     });
-    let c = ChatClient::new(ClientConfig::new(format!("http://127.0.0.1:{port}/v1"), "m")).unwrap();
+    let c = ChatClient::new(ClientConfig::new(
+        format!("http://127.0.0.1:{port}/v1"),
+        "m",
+    ))
+    .unwrap();
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
@@ -349,7 +368,10 @@ async fn malformed_json_body_is_a_clear_error_and_not_retried() {
         )),
         "{msg}"
     );
-    assert!(msg.contains("Check that base_url points at an OpenAI-compatible /v1 API"), "{msg}");
+    assert!(
+        msg.contains("Check that base_url points at an OpenAI-compatible /v1 API"),
+        "{msg}"
+    );
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 
     // A JSON body without choices (an HTML proxy page would fail the same way).
@@ -362,7 +384,11 @@ async fn malformed_json_body_is_a_clear_error_and_not_retried() {
         .chat(req(), &CancellationToken::new())
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("sent a malformed response: no `choices` field"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("sent a malformed response: no `choices` field"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -428,7 +454,9 @@ async fn streaming_assembles_reasoning_content_tool_calls_and_usage() {
     assert_eq!(resp.model.as_deref(), Some("glm"));
 
     // What went over the wire.
-    let sent: Value = server.received_requests().await.unwrap()[0].body_json().unwrap();
+    let sent: Value = server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
     assert_eq!(sent["model"], "glm");
     assert_eq!(sent["stream"], true);
     assert_eq!(sent["stream_options"]["include_usage"], true);
@@ -466,7 +494,9 @@ async fn malformed_stream_event_is_explained() {
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_string("data: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\n\ndata: {oops}\n\n")
+                .set_body_string(
+                    "data: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\n\ndata: {oops}\n\n",
+                )
                 .insert_header("content-type", "text/event-stream"),
         )
         .mount(&server)
@@ -479,8 +509,29 @@ async fn malformed_stream_event_is_explained() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string()
-            .contains("sent a malformed response: invalid JSON in a stream event at line 1 column 2"),
+        err.to_string().contains(
+            "sent a malformed response: invalid JSON in a stream event at line 1 column 2"
+        ),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn stream_with_a_wrong_content_type_is_still_parsed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(
+            "data: {\"choices\": [{\"delta\": {\"content\": \"do(action=\\\"Back\\\")\"}, \"finish_reason\": \"stop\"}]}\n\ndata: [DONE]\n\n",
+        ))
+        .mount(&server)
+        .await;
+    let mut cfg = ClientConfig::new(format!("{}/v1", server.uri()), "m");
+    cfg.stream = true;
+    let resp = ChatClient::new(cfg)
+        .unwrap()
+        .chat(req(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(resp.content, "do(action=\"Back\")");
+    assert_eq!(resp.finish_reason.as_deref(), Some("stop"));
 }

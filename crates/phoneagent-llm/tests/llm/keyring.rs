@@ -23,7 +23,9 @@ fn have(tool: &str) -> bool {
 fn keyring_roundtrip_in_private_secret_service() {
     for tool in ["gnome-keyring-daemon", "dbus-run-session", "timeout"] {
         if !have(tool) {
-            eprintln!("SKIPPED keyring_roundtrip_in_private_secret_service: {tool} is not installed (apt-get install gnome-keyring dbus)");
+            eprintln!(
+                "SKIPPED keyring_roundtrip_in_private_secret_service: {tool} is not installed (apt-get install gnome-keyring dbus)"
+            );
             return;
         }
     }
@@ -60,11 +62,19 @@ fn inner_keyring_checks() {
     );
     let store = KeyStore::new();
     let entry = "test.openai";
-    assert_eq!(store.get(entry).unwrap().map(|k| k.expose().to_string()), None);
+    assert_eq!(
+        store.get(entry).unwrap().map(|k| k.expose().to_string()),
+        None
+    );
     assert!(!store.has(entry).unwrap());
-    store.set(entry, &ApiKey::new("sk-live-ABCDEF123456")).unwrap();
+    store
+        .set(entry, &ApiKey::new("sk-live-ABCDEF123456"))
+        .unwrap();
     assert!(store.has(entry).unwrap());
-    assert_eq!(store.get(entry).unwrap().unwrap().expose(), "sk-live-ABCDEF123456");
+    assert_eq!(
+        store.get(entry).unwrap().unwrap().expose(),
+        "sk-live-ABCDEF123456"
+    );
     // Replacing works.
     store.set(entry, &ApiKey::new("sk-live-XYZ")).unwrap();
     assert_eq!(store.get(entry).unwrap().unwrap().expose(), "sk-live-XYZ");
@@ -79,7 +89,10 @@ fn inner_keyring_checks() {
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );
-        assert!(all.contains("test.openai"), "secret-tool did not list the entry: {all}");
+        assert!(
+            all.contains("test.openai"),
+            "secret-tool did not list the entry: {all}"
+        );
     }
 
     // A profile naming the entry gets the key; the resolution's Debug never shows it.
@@ -106,7 +119,9 @@ fn inner_keyring_checks() {
             let fb = v.fallback.clone().unwrap();
             assert_eq!(fb.to_role, Role::Actor);
             assert!(
-                fb.reason.contains("names keyring entry \"test.missing\", but the OS keyring holds no key"),
+                fb.reason.contains(
+                    "names keyring entry \"test.missing\", but the OS keyring holds no key"
+                ),
                 "{}",
                 fb.reason
             );
@@ -118,7 +133,11 @@ fn inner_keyring_checks() {
     c2.set_role(Role::Actor, "cloud2");
     let err = c2.resolve(Role::Actor, &store).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ModelConfig);
-    assert!(err.to_string().contains("store the API key under service \"phoneagent\""), "{err}");
+    assert!(
+        err.to_string()
+            .contains("store the API key under service \"phoneagent\""),
+        "{err}"
+    );
 
     assert!(store.delete(entry).unwrap());
     assert!(!store.delete(entry).unwrap());

@@ -162,7 +162,11 @@ fn image_pixels_on_odd_sizes_map_corners_exactly() {
                 y: f64::from(sent.1 - 1),
             };
             let p = m.map(last, &g).unwrap();
-            assert_eq!((p.device.x, p.device.y), (w - 1, h - 1), "{w}x{h} sent {sent:?}");
+            assert_eq!(
+                (p.device.x, p.device.y),
+                (w - 1, h - 1),
+                "{w}x{h} sent {sent:?}"
+            );
             let p = m.map(ModelPoint { x: 0.0, y: 0.0 }, &g).unwrap();
             assert_eq!((p.device.x, p.device.y), (0, 0));
             assert_eq!(p.sent_size, sent);
