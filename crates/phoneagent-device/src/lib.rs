@@ -30,6 +30,25 @@
 //!   server gone) is [`DeviceError::DeviceLost`]; the runtime waits and re-observes (D6).
 //! * Every call takes a [`CancellationToken`]; a cancelled call returns
 //!   [`DeviceError::Cancelled`], stops sending commands and restores the user's IME.
+//!
+//! ## Direct USB (no adb server) — evaluation of `adb_client` 3.2.x (SPEC D1)
+//! Decision for now: **not built in**; the adb server path is the supported one. What was
+//! checked (source of `adb_client` 3.2.3):
+//! * It fits functionally: feature `usb` gives `usb::ADBUSBDevice::autodetect_with_custom_private_key(path)`
+//!   (RSA key path of our choosing, e.g. `<config dir>/phoneagent/adbkey`; the crate signs the
+//!   AUTH token and sends the public key so the phone shows the usual prompt), and
+//!   `ADBDeviceExt::shell_command(cmd, stdout, stderr) -> exit code` plus `exec` — exactly the
+//!   two primitives [`AdbDevice`] needs (shell with stderr + status, binary-clean `exec:`).
+//! * Its API is blocking (`&mut self`), so it would run on `spawn_blocking` behind a
+//!   `Mutex`, one command at a time; cancellation can only abandon the blocking call.
+//! * Cost: `rusb` with bundled libusb (C), `rsa`, `rcgen` + `ring`, `num-bigint-dig`,
+//!   `quick-protobuf`, `regex`, `chrono` — a large build for CI's 2 cores, and this machine has
+//!   no USB bus, so only key handling and transport selection could be tested.
+//! * Plan when it is added: a cargo feature `usb` (off by default) with an `AdbLink` enum
+//!   (`Server(AdbServer)` | `Usb(..)`) inside [`AdbDevice`]; selection uses the adb server when
+//!   one answers, else USB autodetect; errors map onto the same [`DeviceError`] variants
+//!   (`DeviceNotFound` → [`DeviceError::NoDevice`], AUTH refused → [`DeviceError::Unauthorized`],
+//!   transport I/O → [`DeviceError::DeviceLost`]).
 
 mod adb_device;
 pub mod frame;
