@@ -19,6 +19,7 @@
 pub mod action;
 pub mod do_grammar;
 pub mod error;
+pub mod event;
 pub mod geometry;
 pub mod options;
 pub mod parse_error;
@@ -32,6 +33,7 @@ pub mod tools;
 pub use action::{Action, ActionKind, TaskItem};
 pub use do_grammar::{DoOutput, parse_do, parse_do_output};
 pub use error::ErrorCode;
+pub use event::{AgentEvent, EventEnvelope, Phase, RunStatus};
 pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };
