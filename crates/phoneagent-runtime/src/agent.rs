@@ -1319,7 +1319,7 @@ impl<'a> Run<'a> {
                     receipt,
                     notice,
                 } => {
-                    tracing::warn!("{notice}");
+                    tracing::info!("{notice}");
                     self.emit_gate(
                         &action,
                         tier,

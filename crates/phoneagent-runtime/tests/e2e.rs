@@ -1,6 +1,8 @@
 //! End-to-end tests of the runtime: the virtual phone over the ADB protocol and the scripted
 //! model over OpenAI-compatible HTTP, both on loopback, with the real SQLite store.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -143,14 +145,13 @@ impl Harness {
     }
 
     async fn run(&self, task: &str) -> RunOutcome {
-        let out = tokio::time::timeout(
+        tokio::time::timeout(
             Duration::from_secs(120),
             self.agent.run(task, CancellationToken::new()),
         )
         .await
         .expect("run finished in time")
-        .expect("run started");
-        out
+        .expect("run started")
     }
 
     fn drain(&mut self) -> Vec<AgentEvent> {
@@ -165,17 +166,13 @@ impl Harness {
     fn answer_with(
         &self,
         f: impl Fn(&HumanRequestKind) -> HumanResponse + Send + 'static,
-    ) -> tokio::task::JoinHandle<u32> {
+    ) -> tokio::task::JoinHandle<()> {
         let approvals = self.approvals.clone();
         tokio::spawn(async move {
-            let mut n = 0;
             loop {
                 let req = approvals.next_pending().await;
-                n += 1;
                 let _ = approvals.answer(&req.id, f(&req.kind));
             }
-            #[allow(unreachable_code)]
-            n
         })
     }
 }
@@ -512,21 +509,37 @@ async fn device_loss_pauses_and_resumes_without_replaying() {
 {"content": "finish(message=\"Product page open.\", confirm=True)"}
 "#;
     let faults = Faults {
-        disconnect_after_commands: Some(4),
-        reconnect_after_ms: Some(1000),
         dialog_disabled: true,
         ..Faults::default()
     };
     let mut h = Harness::new(
         script,
         Opts {
-            faults: Some(faults),
+            faults: Some(faults.clone()),
             verifier: false,
             ..Opts::default()
         },
     )
     .await;
+    // Unplug the phone right after the first command was dispatched (during verification).
+    let mut rx = h.agent.subscribe();
+    let phone = h.sim.phone(&h.serial).unwrap();
+    let unplug = tokio::spawn(async move {
+        while let Ok(env) = rx.recv().await {
+            if matches!(env.event, AgentEvent::ActionDispatched { .. }) {
+                phone.set_faults(Faults {
+                    disconnect_after_commands: Some(0),
+                    reconnect_after_ms: Some(1000),
+                    ..faults
+                });
+                return true;
+            }
+        }
+        false
+    });
     let out = h.run("Open the first product in the shop").await;
+    let unplugged = tokio::time::timeout(Duration::from_secs(2), unplug).await;
+    assert!(matches!(unplugged, Ok(Ok(true))), "the phone was unplugged");
     let events = h.drain();
     assert!(
         events
@@ -534,6 +547,13 @@ async fn device_loss_pauses_and_resumes_without_replaying() {
             .any(|e| matches!(e, AgentEvent::DeviceLost { .. })),
         "device loss was seen"
     );
+    // The interrupted step was not replayed: exactly two taps were dispatched.
+    let taps = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ActionDispatched { .. }))
+        .count();
+    assert_eq!(taps, 2);
+    assert_eq!(h.truth().current_screen, "product");
     assert!(
         events
             .iter()

@@ -23,7 +23,7 @@ pub struct Global {
 /// Logs go to stderr; `RUST_LOG` overrides the level.
 pub fn init_tracing(g: &Global) {
     let level = match g.verbose {
-        0 => "warn",
+        0 => "warn,phoneagent_testkit=error",
         1 => "info",
         2 => "debug",
         _ => "trace",
