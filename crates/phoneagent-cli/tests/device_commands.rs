@@ -1,0 +1,229 @@
+//! `phoneagent devices` / `doctor` / `screenshot` as a user runs them (SPEC C1, D1-D3):
+//! against Debian's real adb server with no phone, and against the virtual phone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn phoneagent() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_phoneagent"));
+    c.env_remove("ANDROID_SERIAL")
+        .env_remove("ADB_SERVER_SOCKET")
+        .env_remove("ANDROID_ADB_SERVER_PORT");
+    c
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Debian's adb server on a free port with a throw-away HOME; killed on drop.
+struct RealAdb {
+    port: u16,
+    home: tempfile::TempDir,
+}
+
+impl RealAdb {
+    fn start() -> Option<Self> {
+        if Command::new("adb").arg("version").output().is_err() {
+            eprintln!("skipping: no `adb` binary (the CI script installs it)");
+            return None;
+        }
+        let port = free_port();
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("adb")
+            .args(["-P", &port.to_string(), "start-server"])
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(Self { port, home })
+    }
+}
+
+impl Drop for RealAdb {
+    fn drop(&mut self) {
+        let _ = Command::new("adb")
+            .args(["-P", &self.port.to_string(), "kill-server"])
+            .env("HOME", self.home.path())
+            .output();
+    }
+}
+
+#[test]
+fn devices_against_real_adb_with_no_phone_is_an_empty_list_and_a_hint() {
+    let Some(adb) = RealAdb::start() else { return };
+    let addr = format!("127.0.0.1:{}", adb.port);
+    let out = phoneagent()
+        .args(["--adb", &addr, "devices"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}: {stdout} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("No devices"), "{stdout}");
+    assert!(
+        stdout.contains("hint:") && stdout.contains("USB debugging"),
+        "{stdout}"
+    );
+
+    // Same through ADB_SERVER_SOCKET, as JSON.
+    let out = phoneagent()
+        .env("ADB_SERVER_SOCKET", format!("tcp:{addr}"))
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["devices"], serde_json::json!([]));
+    assert_eq!(v["adb_server"], addr);
+    assert!(v["hint"].as_str().unwrap().contains("virtual phone"));
+}
+
+#[test]
+fn devices_without_a_server_names_the_fix() {
+    let port = free_port();
+    let out = phoneagent()
+        .env("ANDROID_ADB_SERVER_PORT", port.to_string())
+        .arg("devices")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("adb_server_unreachable"), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(err.contains("adb start-server"), "{err}");
+}
+
+/// `phoneagent sim serve` on a free port, killed on drop.
+struct Sim(std::process::Child, u16);
+
+impl Sim {
+    fn start() -> Self {
+        let port = free_port();
+        let sim = Self(
+            phoneagent()
+                .args(["sim", "serve", "--port", &port.to_string()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+            port,
+        );
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return sim;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        drop(sim); // kills and waits
+        panic!("the virtual phone did not start on port {port}");
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn devices_doctor_and_screenshot_on_the_virtual_phone() {
+    let sim = Sim::start();
+    let addr = format!("127.0.0.1:{}", sim.1);
+
+    let out = phoneagent()
+        .args(["--adb", &addr, "devices"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].starts_with("SERIAL") && lines[0].contains("FIX"),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("virtual-phone-1")
+            && lines[1].contains("device")
+            && lines[1].contains("PhoneAgent_Virtual")
+    );
+
+    let out = phoneagent()
+        .args(["--adb", &addr, "doctor", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["ready"], true);
+    assert_eq!(v["serial"], "virtual-phone-1");
+    let names: Vec<&str> = v["device"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "state",
+            "screen_size",
+            "density",
+            "rotation",
+            "adb_keyboard",
+            "screenshot",
+            "input"
+        ]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shot.png");
+    let out = phoneagent()
+        .args(["--adb", &addr, "screenshot", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    let (w, h) = png_size(&bytes);
+    assert_eq!((w, h), (1080, 2400));
+
+    // An unknown serial is refused with the connected ones listed.
+    let out = phoneagent()
+        .args(["--adb", &addr, "screenshot", "--serial", "nope", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nope") && err.contains("virtual-phone-1"),
+        "{err}"
+    );
+}
+
+/// Width and height from a PNG's IHDR.
+fn png_size(b: &[u8]) -> (u32, u32) {
+    let w = u32::from_be_bytes([b[16], b[17], b[18], b[19]]);
+    let h = u32::from_be_bytes([b[20], b[21], b[22], b[23]]);
+    (w, h)
+}
