@@ -1281,6 +1281,9 @@ impl<'a> Run<'a> {
             }
             _ => {}
         }
+        if action.kind.touches_device() {
+            self.guards.record_attempt();
+        }
         // Guards may forbid the call outright (zero touches).
         if let Some(msg) = self.guards.blocks(&action) {
             self.bus.emit(AgentEvent::GateDecision {

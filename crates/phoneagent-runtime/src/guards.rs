@@ -185,6 +185,14 @@ impl TaskGuards {
         })
     }
 
+    /// Record a real attempt at acting on the phone (source 003 `recordToolAttempt`): an
+    /// executing call that reached the gate counts even when it was rejected or blocked.
+    pub fn record_attempt(&mut self) {
+        if let Some(t) = &mut self.text_only {
+            t.dispatched += 1;
+        }
+    }
+
     /// Record an action that was really dispatched to the device.
     pub fn record_dispatched(&mut self, action: &Action) {
         if let Some(t) = &mut self.text_only {
@@ -295,7 +303,7 @@ pub fn search_query(task: &str) -> Option<String> {
         let q = strip(&rest[..end]);
         return (!q.is_empty()).then_some(q);
     }
-    if let Some(i) = t.find("搜索") {
+    if let Some(i) = t.rfind("搜索") {
         let rest = &t[i + "搜索".len()..];
         let end = ["，", ",", "。", "并", "然后"]
             .iter()

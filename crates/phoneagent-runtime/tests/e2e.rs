@@ -761,10 +761,10 @@ async fn model_requests_carry_no_android_semantics() {
         let body = r.body_text_without_images();
         for bad in [
             "com.android",
-            "Activity",
+            "com.phoneagent",
             "mCurrentFocus",
             "ui_tree",
-            "package",
+            "package_name",
             "installed_apps",
             "resource-id",
         ] {
