@@ -1138,10 +1138,11 @@ impl<'a> Run<'a> {
         terminal.unwrap_or(Flow::Continue)
     }
 
-    fn reject_turn(&mut self, action: &Action, result: String) {
+    /// Tell the model what became of `action` (a tool result) and remember the turn.
+    fn record_turn(&mut self, action: &Action, result: String, rejected: bool) {
         self.bus.emit(AgentEvent::ToolResult {
             tool: action.kind.name().into(),
-            status: "error".into(),
+            status: if rejected { "error" } else { "ok" }.into(),
             text: result.clone(),
         });
         self.feedback.push(result.clone());
@@ -1151,27 +1152,17 @@ impl<'a> Run<'a> {
             screen_description: action.screen_description.clone(),
             reason: action.reason.clone(),
             result,
-            rejected: true,
-            rejected_count: 1,
+            rejected,
+            rejected_count: u32::from(rejected),
         });
     }
 
+    fn reject_turn(&mut self, action: &Action, result: String) {
+        self.record_turn(action, result, true);
+    }
+
     fn ok_turn(&mut self, action: &Action, result: String) {
-        self.bus.emit(AgentEvent::ToolResult {
-            tool: action.kind.name().into(),
-            status: "ok".into(),
-            text: result.clone(),
-        });
-        self.feedback.push(result.clone());
-        self.memory.push(Turn {
-            step: self.step,
-            action: summarize_action(action),
-            screen_description: action.screen_description.clone(),
-            reason: action.reason.clone(),
-            result,
-            rejected: false,
-            rejected_count: 0,
-        });
+        self.record_turn(action, result, false);
     }
 
     async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
