@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
-# The project's test command (README): formatting, lints, every test of the workspace, and the
-# desktop UI's unit tests.
+# The project's test command (README): formatting, the UI's type check / unit tests / build, lints,
+# every Rust test of the workspace (including the desktop app's crate and the TypeScript bindings
+# staleness check), then the desktop app's WebDriver end-to-end tests under Xvfb.
+#
+#   scripts/test.sh              # everything
+#   SKIP_WEBDRIVER=1 scripts/test.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+step() { printf '\n== %s\n' "$*"; }
 
+step "rustfmt"
 cargo fmt --all --check
+
+# The app embeds ui/dist at compile time, so the UI is built before any cargo build of the app.
+step "UI: npm ci, svelte-check (strict TypeScript), vitest, vite build"
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run check && npm test && npm run build)
+
+step "clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The core crates must never depend on Tauri (ARCHITECTURE.md).
 if cargo tree -p phoneagent-runtime --locked 2>/dev/null | grep -q tauri; then
   echo "phoneagent-runtime depends on tauri: core crates must not" >&2; exit 1
 fi
-cargo nextest run --workspace --locked --no-fail-fast
-# Desktop UI state (vitest); the app's Rust crate and WebDriver tests: scripts/test-app.sh.
-(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
+
+step "cargo nextest (the whole workspace; regenerates ui/src/lib/bindings and the event fixture)"
+TS_RS_EXPORT_DIR="$ROOT/ui/src/lib/bindings" PHONEAGENT_WRITE_FIXTURES=1 \
+  cargo nextest run --workspace --locked --no-fail-fast
+if git rev-parse --git-dir >/dev/null 2>&1 \
+  && [ -n "$(git status --porcelain -- ui/src/lib/bindings ui/src/lib/fixtures)" ]; then
+  git status --short -- ui/src/lib/bindings ui/src/lib/fixtures
+  echo "ui/src/lib/bindings or ui/src/lib/fixtures are stale: commit the regenerated files" >&2
+  exit 1
+fi
+
+[ "${SKIP_WEBDRIVER:-0}" = "1" ] && { echo "SKIP_WEBDRIVER=1: skipping the WebDriver tests"; exit 0; }
+step "desktop app: WebDriver end-to-end tests"
+bash scripts/webdriver.sh

@@ -1,7 +1,7 @@
 //! Tauri build script: generates the context (config, capabilities, icons) and one
 //! `allow-<command>` permission per app command, so the capability can grant exactly those.
 /// The bundled UI (`frontendDist`). On a clean clone it does not exist until
-/// `npm ci && npm run build` ran in `ui/` (scripts/test-app.sh does that first); so that the
+/// `npm ci && npm run build` ran in `ui/` (scripts/test.sh does that first); so that the
 /// workspace still compiles (`cargo clippy --workspace`), a placeholder page that says what to
 /// do is written when the directory is missing. A real UI build replaces it.
 fn ensure_frontend_dist() {

@@ -1,7 +1,7 @@
 //! Shapes that cross the webview boundary besides the protocol's `EventEnvelope`: command
 //! arguments and results, channel frames and app events. TypeScript twins are generated into
 //! `ui/src/lib/bindings/` by ts-rs (`cargo test -p phoneagent-app export_bindings`), and
-//! `scripts/test-app.sh` fails when the committed files are stale.
+//! `scripts/test.sh` fails when the committed files are stale.
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of the desktop app (issue 6, SPEC U1-U6, P5) over WebDriver.
 
-Run by scripts/test-app.sh inside Xvfb + a private D-Bus session with gnome-keyring and dunst.
+Run by scripts/webdriver.sh (from scripts/test.sh) inside Xvfb + a private D-Bus session with gnome-keyring and dunst.
 Drives the real app binary through WebKitWebDriver against the in-app virtual phone and the
 scripted model server (a real HTTP process on loopback). Environment:
   APP              the phoneagent-app binary
@@ -78,7 +78,10 @@ def reset(port, scenario):
 # ---- the scripted model ----
 class Model:
     def __init__(self, sim_port):
-        self.p = subprocess.Popen([SCRIPTED_MODEL, "--port", "0", "--sim-port", str(sim_port)],
+        # Starts with an empty script; each test replaces it through POST /__script.
+        empty = os.path.join(HOME_DIR, "empty-script.jsonl")
+        open(empty, "w").close()
+        self.p = subprocess.Popen([SCRIPTED_MODEL, "--port", "0", "--sim-port", str(sim_port), "--script", empty],
                                   stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
         procs.append(self.p)
         line = self.p.stdout.readline()
