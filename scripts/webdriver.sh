@@ -19,7 +19,8 @@ APP="${APP:-$CARGO_TARGET_DIR/debug/phoneagent-app}"
 SCRIPTED_MODEL="${SCRIPTED_MODEL:-$CARGO_TARGET_DIR/debug/scripted-model}"
 
 E2E_HOME="$(mktemp -d)"
-trap 'rm -rf "$E2E_HOME"' EXIT
+# KEEP_E2E_HOME=1 keeps the app's data directory (SQLite, logs) for debugging a failure.
+[ "${KEEP_E2E_HOME:-0}" = "1" ] && echo "keeping $E2E_HOME" || trap 'rm -rf "$E2E_HOME"' EXIT
 mkdir -p "$E2E_HOME/data" "$E2E_HOME/run" docs/screenshots
 chmod 700 "$E2E_HOME/run"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
