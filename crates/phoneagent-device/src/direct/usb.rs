@@ -143,16 +143,10 @@ impl UsbIo {
     /// packet.
     pub(crate) async fn send(&mut self, m: &Message) -> io::Result<()> {
         self.writer.write_all(&m.header()).await?;
-        self.writer
-            .flush_end_async()
-            .await
-            .map_err(io::Error::from)?;
+        self.writer.flush_end_async().await?;
         if !m.data.is_empty() {
             self.writer.write_all(&m.data).await?;
-            self.writer
-                .flush_end_async()
-                .await
-                .map_err(io::Error::from)?;
+            self.writer.flush_end_async().await?;
         }
         Ok(())
     }
