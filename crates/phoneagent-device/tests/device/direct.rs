@@ -343,3 +343,36 @@ async fn connect_plan_picks_direct_server_or_usb() {
     assert!(matches!(e, DeviceError::AdbServerUnreachable { .. }), "{e}");
     assert!(e.to_string().contains("--direct"), "{e}");
 }
+
+#[tokio::test]
+async fn a_cancelled_command_poisons_only_its_connection() {
+    let (sim, adbd) = sim_with_adbd(AdbdConfig::default()).await;
+    let phone = sim.phone("virtual-phone-1").unwrap();
+    let (_d, key) = new_key();
+    let dev = AdbDevice::open_direct(link_to(&adbd, &key), fast_opts())
+        .await
+        .unwrap();
+    phone.set_faults(Faults {
+        screencap_delay_ms: 3000,
+        ..Faults::default()
+    });
+    let c = CancellationToken::new();
+    let c2 = c.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        c2.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let e = dev.screenshot(&c).await.unwrap_err();
+    assert!(matches!(e, DeviceError::Cancelled), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    phone.set_faults(Faults::default());
+    // The half-read stream is not reused: the next command runs on a new connection.
+    let before = adbd.authorized_connections();
+    let out = dev
+        .shell("echo fresh", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.stdout_str(), "fresh\n");
+    assert_eq!(adbd.authorized_connections(), before + 1);
+}
