@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system package PhoneAgent's build, demo and tests need (Debian/Ubuntu, as root).
+# Direct USB (phoneagent-device feature `usb`, on by default) uses the pure-Rust `nusb` crate:
+# no libusb or other system package is needed for it.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

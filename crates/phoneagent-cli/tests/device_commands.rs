@@ -227,3 +227,121 @@ fn png_size(b: &[u8]) -> (u32, u32) {
     let h = u32::from_be_bytes([b[20], b[21], b[22], b[23]]);
     (w, h)
 }
+
+/// Direct mode (no adb server): `sim serve --adbd-port` answers as the phone's adbd, and
+/// `--direct HOST:PORT` drives it with PhoneAgent's own key (created 0600 in PHONEAGENT_HOME).
+#[test]
+fn devices_doctor_and_screenshot_in_direct_mode() {
+    let port = free_port();
+    let adbd = free_port();
+    let home = tempfile::tempdir().unwrap();
+    let sim = Sim(
+        phoneagent()
+            .args(["sim", "serve", "--port", &port.to_string()])
+            .args(["--adbd-port", &adbd.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        port,
+    );
+    let mut up = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", adbd)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(up, "the adbd face did not start on {adbd}");
+    let target = format!("127.0.0.1:{adbd}");
+    let run = |args: &[&str]| {
+        phoneagent()
+            .env("PHONEAGENT_HOME", home.path())
+            .env_remove("PHONEAGENT_ADB_DIRECT")
+            .args(["--direct", &target])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+
+    let out = run(&["devices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Direct mode (direct TCP 127.0.0.1:"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&target))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains("device") && row.contains("PhoneAgent_Virtual") && row.contains("tcp"),
+        "{row}"
+    );
+    let key = home.path().join("adbkey");
+    let pem = std::fs::read_to_string(&key).unwrap();
+    assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    let out = run(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["ready"], true);
+    assert_eq!(v["direct"], true);
+    assert_eq!(v["serial"], target);
+    assert_eq!(v["transport"], format!("direct TCP {target}"));
+    assert!(
+        v["note"].as_str().unwrap().contains("Allow USB debugging"),
+        "{v:#}"
+    );
+
+    let out = run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!("Transport: direct TCP {target}")),
+        "{text}"
+    );
+    assert!(text.contains("direct mode: no adb server"), "{text}");
+
+    let file = home.path().join("shot.png");
+    let out = phoneagent()
+        .env("PHONEAGENT_HOME", home.path())
+        .args(["--direct", &target, "screenshot", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(png_size(&std::fs::read(&file).unwrap()), (1080, 2400));
+
+    // Nothing listening at the --direct address: a typed error with the fix.
+    let out = phoneagent()
+        .env("PHONEAGENT_HOME", home.path())
+        .args(["--direct", &format!("127.0.0.1:{}", free_port()), "devices"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error[no_device]") && err.contains("adb tcpip 5555"),
+        "{err}"
+    );
+    drop(sim);
+}

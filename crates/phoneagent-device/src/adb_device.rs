@@ -1,9 +1,11 @@
 //! [`AdbDevice`]: the [`Device`] trait over an adb server (SPEC D1-D4, D6).
 
+use crate::direct::{DirectLink, DirectOptions, DirectTarget, key::AdbKey};
 use crate::frame;
 use crate::ime::{self, ImeGuard};
+use crate::link::AdbLink;
 use crate::parse;
-use crate::server::{self, AdbServer, ShellProtocol};
+use crate::server::{self, AdbServer, AdbServerAddr, ShellProtocol};
 use crate::text::{self, ADB_KEYBOARD_IME};
 use crate::types::{DeviceError, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot};
 use crate::wire::ShellOutput;
@@ -56,7 +58,7 @@ impl Default for AdbDeviceOptions {
 }
 
 struct Inner {
-    server: AdbServer,
+    server: AdbLink,
     serial: String,
     protocol: ShellProtocol,
     opts: AdbDeviceOptions,
@@ -78,7 +80,7 @@ impl std::fmt::Debug for AdbDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdbDevice")
             .field("serial", &self.inner.serial)
-            .field("server", &self.inner.server.addr().to_string())
+            .field("link", &self.inner.server.describe())
             .field("protocol", &self.inner.protocol)
             .finish()
     }
@@ -108,17 +110,107 @@ impl AdbDevice {
             ShellProtocol::V1
         };
         tracing::debug!(serial, ?protocol, ?features, "opened device");
-        Ok(Self {
+        Ok(Self::with_link(server.into(), info.serial, protocol, opts))
+    }
+
+    fn with_link(
+        link: AdbLink,
+        serial: String,
+        protocol: ShellProtocol,
+        opts: AdbDeviceOptions,
+    ) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                server,
-                serial: info.serial,
+                server: link,
+                serial,
                 protocol,
                 opts,
                 adb_keyboard: tokio::sync::Mutex::new(None),
                 ime: tokio::sync::Mutex::new(None),
                 last_frame: std::sync::Mutex::new(None),
             }),
-        })
+        }
+    }
+
+    /// Open a phone directly, without an adb server (SPEC D1): connect to its adbd over
+    /// `link` (USB or TCP), authenticate with this computer's key (the phone asks "Allow USB
+    /// debugging?" the first time) and read its features from the CNXN banner.
+    ///
+    /// # Errors
+    /// [`DeviceError::DirectUnreachable`] (nothing answers), [`DeviceError::Unauthorized`] (the
+    /// prompt was not accepted within the auth timeout), [`DeviceError::Config`] (TLS-only
+    /// wireless-debugging port), protocol errors.
+    pub async fn open_direct(link: DirectLink, opts: AdbDeviceOptions) -> Result<Self> {
+        let features = link.features().await?;
+        let protocol = if features.iter().any(|f| f == "shell_v2") {
+            ShellProtocol::V2
+        } else {
+            ShellProtocol::V1
+        };
+        let serial = link.serial();
+        tracing::debug!(serial, ?protocol, ?features, target = %link.target(), "opened device directly");
+        Ok(Self::with_link(link.into(), serial, protocol, opts))
+    }
+
+    /// Connect the way the user's flags and environment ask (SPEC D1), see [`ConnectPlan`]:
+    /// `--direct HOST:PORT` / `PHONEAGENT_ADB_DIRECT` → direct TCP; else the adb server when one
+    /// answers; else (no adb server) a phone on USB directly, when built with the `usb`
+    /// feature. The serial is `explicit`, else `ANDROID_SERIAL`, else the only device.
+    ///
+    /// # Errors
+    /// As [`AdbDevice::select`] / [`AdbDevice::open_direct`]; [`DeviceError::NoDevice`] when
+    /// neither an adb server nor a USB phone is there (the message says how to fix it), and
+    /// [`DeviceError::AdbServerUnreachable`] without USB support.
+    pub async fn connect(
+        plan: &ConnectPlan,
+        explicit: Option<&str>,
+        opts: AdbDeviceOptions,
+    ) -> Result<Self> {
+        let chosen = explicit
+            .map(str::to_string)
+            .or_else(serial_from_env)
+            .filter(|s| !s.trim().is_empty());
+        match plan.resolve().await? {
+            Route::Server(server) => Self::select(server, chosen.as_deref(), opts).await,
+            Route::Direct(target) => {
+                let key = AdbKey::for_user()?;
+                Self::open_direct(DirectLink::new(target, key, plan.direct.clone()), opts).await
+            }
+            Route::Usb(server_err) => {
+                let found = crate::direct::usb_devices().await?;
+                let pick = match chosen.as_deref() {
+                    Some(s) => found
+                        .iter()
+                        .find(|(serial, _)| serial == s)
+                        .cloned()
+                        .ok_or_else(|| DeviceError::SerialNotFound {
+                            serial: s.to_string(),
+                            available: found.iter().map(|(x, _)| x.clone()).collect(),
+                        })?,
+                    None => match found.as_slice() {
+                        [one] => one.clone(),
+                        [] => {
+                            tracing::info!("no adb server ({server_err}) and no phone on USB");
+                            return Err(DeviceError::NoDevice);
+                        }
+                        many => {
+                            return Err(DeviceError::MultipleDevices {
+                                serials: many
+                                    .iter()
+                                    .map(|(s, p)| match p {
+                                        Some(p) => format!("{s} ({p})"),
+                                        None => s.clone(),
+                                    })
+                                    .collect(),
+                            });
+                        }
+                    },
+                };
+                let key = AdbKey::for_user()?;
+                let target = DirectTarget::Usb { serial: pick.0 };
+                Self::open_direct(DirectLink::new(target, key, plan.direct.clone()), opts).await
+            }
+        }
     }
 
     /// Choose and open a device (SPEC D1): `explicit`, else `ANDROID_SERIAL`, else the only
@@ -137,8 +229,16 @@ impl AdbDevice {
         Self::open(server, &info.serial, opts).await
     }
 
-    /// The adb server this device is reached through.
-    pub fn server(&self) -> &AdbServer {
+    /// The adb server this device is reached through (`None` in direct mode).
+    pub fn server(&self) -> Option<&AdbServer> {
+        match &self.inner.server {
+            AdbLink::Server(s) => Some(s),
+            AdbLink::Direct(_) => None,
+        }
+    }
+
+    /// How this device is reached (adb server or direct USB/TCP).
+    pub fn link(&self) -> &AdbLink {
         &self.inner.server
     }
 
@@ -157,7 +257,12 @@ impl AdbDevice {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<()> {
-        server::wait_for_device(&self.inner.server, &self.inner.serial, timeout, cancel).await
+        match &self.inner.server {
+            AdbLink::Server(s) => {
+                server::wait_for_device(s, &self.inner.serial, timeout, cancel).await
+            }
+            AdbLink::Direct(d) => wait_for_direct(d, timeout, cancel).await,
+        }
     }
 
     /// Run a shell command on the device (for diagnostics; the agent only uses the trait).
@@ -234,12 +339,13 @@ impl Inner {
         Err(match e {
             DeviceError::SerialNotFound { .. }
             | DeviceError::Offline { .. }
-            | DeviceError::AdbServerUnreachable { .. } => lost(e.to_string()),
+            | DeviceError::AdbServerUnreachable { .. }
+            | DeviceError::DirectUnreachable { .. } => lost(e.to_string()),
             DeviceError::Io(io) => match io.kind() {
                 std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput => {
                     DeviceError::Protocol(format!("`{cmd}`: {io}"))
                 }
-                _ => lost(format!("connection to the adb server broke: {io}")),
+                _ => lost(self.server.broke(&io)),
             },
             other => other,
         })
@@ -579,14 +685,19 @@ impl Inner {
         let state = match self.server.state_of(&self.serial).await {
             Ok(Some(s)) => s,
             Ok(None) => {
-                push(
-                    "state",
-                    Err((
-                        "not listed by the adb server".into(),
+                let (detail, fix) = if self.server.is_direct() {
+                    (
+                        format!("not reachable ({})", self.server.describe()),
+                        "connect the phone with USB debugging on; for --direct, check the phone's IP and that `adb tcpip 5555` was run since its last reboot".to_string(),
+                    )
+                } else {
+                    (
+                        "not listed by the adb server".to_string(),
                         "connect the phone with USB debugging on (or `adb connect HOST:PORT`)"
-                            .into(),
-                    )),
-                );
+                            .to_string(),
+                    )
+                };
+                push("state", Err((detail, fix)));
                 return Ok(Readiness {
                     serial: self.serial.clone(),
                     checks,
@@ -602,7 +713,7 @@ impl Inner {
                 checks,
             });
         }
-        push("state", Ok("device".into()));
+        push("state", Ok(format!("device ({})", self.server.describe())));
 
         // screen size
         let mut wm_natural = None;
@@ -692,6 +803,111 @@ impl Inner {
             serial: self.serial.clone(),
             checks,
         })
+    }
+}
+
+/// Wait (bounded) until a direct link connects again (SPEC D6), polling every 200 ms.
+async fn wait_for_direct(
+    d: &DirectLink,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match d.state().await {
+            Ok(Some(DeviceState::Device)) => return Ok(()),
+            Ok(Some(s)) => format!("{s:?}").to_lowercase(),
+            Ok(None) => "not reachable".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Err(DeviceError::DeviceLost {
+                serial: d.serial(),
+                command: "wait_for_device".into(),
+                detail: format!(
+                    "did not come back within {} ms ({last}): reconnect the phone and unlock it",
+                    timeout.as_millis()
+                ),
+            });
+        }
+        let nap = Duration::from_millis(200).min(deadline - now);
+        tokio::select! {
+            () = cancel.cancelled() => return Err(DeviceError::Cancelled),
+            () = tokio::time::sleep(nap) => {}
+        }
+    }
+}
+
+/// How [`AdbDevice::connect`] finds the phone (SPEC D1): flags and environment, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectPlan {
+    /// `--adb HOST:PORT` (else `ADB_SERVER_SOCKET`, `ANDROID_ADB_SERVER_PORT`, 127.0.0.1:5037).
+    pub adb: Option<String>,
+    /// `--direct HOST:PORT` (else `PHONEAGENT_ADB_DIRECT`): drive a TCP adbd directly.
+    pub direct_tcp: Option<String>,
+    /// When no adb server answers, look for a phone on USB directly (needs the `usb` feature;
+    /// [`ConnectPlan::from_flags`] turns it on unless `--adb`, `ADB_SERVER_SOCKET` or
+    /// `ANDROID_ADB_SERVER_PORT` named a server).
+    pub usb_fallback: bool,
+    /// Timeouts of direct connections.
+    pub direct: DirectOptions,
+}
+
+/// Where [`ConnectPlan::resolve`] decided to go.
+#[derive(Debug)]
+pub enum Route {
+    /// Through this adb server (it answered `host:version`).
+    Server(AdbServer),
+    /// Directly to this adbd.
+    Direct(DirectTarget),
+    /// No adb server answered (the error says why) and USB support is built in: look for a
+    /// phone on USB.
+    Usb(DeviceError),
+}
+
+impl ConnectPlan {
+    /// From flags: `adb` (`--adb`), `direct` (`--direct`); `PHONEAGENT_ADB_DIRECT` fills in a
+    /// missing `direct`.
+    pub fn from_flags(adb: Option<&str>, direct: Option<&str>) -> Self {
+        let direct_tcp = direct
+            .map(str::to_string)
+            .or_else(|| std::env::var(crate::direct::DIRECT_ENV).ok())
+            .filter(|s| !s.trim().is_empty());
+        // A server the user named (flag or environment) is meant: no silent USB fallback.
+        let named_server = adb.is_some()
+            || ["ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_PORT"]
+                .iter()
+                .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
+        Self {
+            usb_fallback: !named_server && crate::direct::USB_SUPPORTED,
+            adb: adb.map(str::to_string),
+            direct_tcp,
+            direct: DirectOptions::default(),
+        }
+    }
+
+    /// Decide: an explicit direct TCP target wins; else the adb server when it answers
+    /// `host:version`; else USB directly when built in and [`ConnectPlan::usb_fallback`] is
+    /// set; else the server's error.
+    ///
+    /// # Errors
+    /// [`DeviceError::Config`] for malformed addresses; [`DeviceError::AdbServerUnreachable`]
+    /// when no server answers and USB support is not built in.
+    pub async fn resolve(&self) -> Result<Route> {
+        if let Some(d) = &self.direct_tcp {
+            return Ok(Route::Direct(DirectTarget::parse_tcp(d)?));
+        }
+        let server = AdbServer::new(AdbServerAddr::resolve(self.adb.as_deref())?);
+        match server.version().await {
+            Ok(_) => Ok(Route::Server(server)),
+            Err(e @ DeviceError::AdbServerUnreachable { .. })
+                if crate::direct::USB_SUPPORTED && self.usb_fallback =>
+            {
+                Ok(Route::Usb(e))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! which may be shutting down at that moment and would drop a spawned task unrun. Front ends
 //! call [`wait_for_ime_restores`] before exiting so the process does not end first.
 
-use crate::server::{AdbServer, ShellProtocol};
+use crate::link::AdbLink;
+use crate::server::ShellProtocol;
 use crate::text::shell_escape;
 use crate::types::DeviceError;
 use crate::{Result, parse};
@@ -57,7 +58,7 @@ pub async fn wait_for_ime_restores(timeout: Duration) -> bool {
 /// Restores the user's IME when disarmed by [`ImeGuard::restore`] or, failing that, on drop.
 #[derive(Debug)]
 pub struct ImeGuard {
-    server: AdbServer,
+    server: AdbLink,
     serial: String,
     protocol: ShellProtocol,
     original: Option<String>,
@@ -66,15 +67,16 @@ pub struct ImeGuard {
 
 impl ImeGuard {
     /// Arm a guard that will put `original` back on `serial` (`None`: the setting was empty,
-    /// restored with `ime reset`).
+    /// restored with `ime reset`), reaching the phone through `link` (an [`crate::AdbServer`]
+    /// or a [`crate::DirectLink`]).
     pub fn new(
-        server: AdbServer,
+        link: impl Into<AdbLink>,
         serial: String,
         protocol: ShellProtocol,
         original: Option<String>,
     ) -> Self {
         Self {
-            server,
+            server: link.into(),
             serial,
             protocol,
             original,
@@ -129,8 +131,9 @@ impl Drop for ImeGuard {
             return;
         }
         self.armed = false;
+        // A direct link gets its own connection: the restore runs on another runtime.
         let (server, serial, protocol, original) = (
-            self.server.clone(),
+            self.server.detached(),
             self.serial.clone(),
             self.protocol,
             self.original.clone(),
@@ -179,7 +182,7 @@ impl Drop for ImeGuard {
     }
 }
 
-async fn sh(server: &AdbServer, serial: &str, p: ShellProtocol, cmd: &str) -> Result<String> {
+async fn sh(server: &AdbLink, serial: &str, p: ShellProtocol, cmd: &str) -> Result<String> {
     let out = server.shell(serial, cmd, p).await?;
     if out.failed() {
         return Err(DeviceError::CommandFailed {
@@ -192,7 +195,7 @@ async fn sh(server: &AdbServer, serial: &str, p: ShellProtocol, cmd: &str) -> Re
 
 /// Read `settings get secure default_input_method`.
 pub(crate) async fn current_ime_on(
-    server: &AdbServer,
+    server: &AdbLink,
     serial: &str,
     p: ShellProtocol,
 ) -> Result<Option<String>> {
@@ -209,7 +212,7 @@ pub(crate) async fn current_ime_on(
 /// `ime set ID` (after `ime enable ID` when `enable`), verified by reading the setting back a
 /// few times (the setting may lag the command by a moment).
 pub(crate) async fn set_ime_on(
-    server: &AdbServer,
+    server: &AdbLink,
     serial: &str,
     p: ShellProtocol,
     id: &str,
@@ -250,7 +253,7 @@ fn ime_err(e: DeviceError, id: &str) -> DeviceError {
 }
 
 async fn restore_ime_on(
-    server: &AdbServer,
+    server: &AdbLink,
     serial: &str,
     p: ShellProtocol,
     original: Option<&str>,

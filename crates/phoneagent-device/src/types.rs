@@ -159,12 +159,23 @@ pub enum DeviceError {
     },
     /// No adb server at the address.
     #[error(
-        "cannot reach the adb server at {addr}: {detail} (start it with `adb start-server`, or pass --adb HOST:PORT)"
+        "cannot reach the adb server at {addr}: {detail} (start it with `adb start-server`, or pass --adb HOST:PORT; without adb, use --direct PHONE_IP:5555 for a phone in TCP debugging mode)"
     )]
     AdbServerUnreachable {
         /// host:port tried.
         addr: String,
         /// OS error.
+        detail: String,
+    },
+    /// Direct mode (no adb server, SPEC D1): nothing usable answers at the phone's address or
+    /// on USB.
+    #[error(
+        "cannot reach the phone ({target}): {detail} (turn on USB debugging and plug the phone in; for --direct HOST:PORT run `adb tcpip 5555` once over USB since the phone's last reboot, and check it is on the same network)"
+    )]
+    DirectUnreachable {
+        /// `direct TCP HOST:PORT` / `direct USB SERIAL`.
+        target: String,
+        /// What failed.
         detail: String,
     },
     /// A protocol-level failure (`FAIL` reply, malformed data).
@@ -235,7 +246,9 @@ impl DeviceError {
     /// The stable code for UI and recovery (SPEC R5).
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::NoDevice | Self::SerialNotFound { .. } => ErrorCode::NoDevice,
+            Self::NoDevice | Self::SerialNotFound { .. } | Self::DirectUnreachable { .. } => {
+                ErrorCode::NoDevice
+            }
             Self::MultipleDevices { .. } => ErrorCode::MultipleDevices,
             Self::Unauthorized { .. } => ErrorCode::DeviceUnauthorized,
             Self::Offline { .. } => ErrorCode::DeviceOffline,

@@ -20,7 +20,7 @@ use crate::truth::Faults;
 /// adb server protocol version the stock 1.0.41 client expects.
 const ADB_SERVER_VERSION: u32 = 41;
 /// Features the virtual device advertises.
-const DEVICE_FEATURES: &str = "shell_v2,cmd";
+pub(crate) const DEVICE_FEATURES: &str = "shell_v2,cmd";
 /// Features of the host side.
 const HOST_FEATURES: &str = "shell_v2,cmd,push_sync";
 /// Shell protocol packet ids.
@@ -477,14 +477,74 @@ async fn sim_service(
 }
 
 /// How a device service delivers its output.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
     /// `shell:` — stdout and stderr on the raw stream.
     V1,
     /// `shell,v2,…:` — shell protocol packets with the exit code.
     V2,
     /// `exec:` — raw stdout only.
     Exec,
+}
+
+/// Parse a `shell:` / `shell,v2,…:` / `exec:` service into its mode and command; `Err` is the
+/// refusal message. (`framebuffer:` is handled apart.)
+pub(crate) fn parse_service(req: &str) -> Result<(Mode, String), String> {
+    let (mode, cmd) = if let Some(c) = req.strip_prefix("exec:") {
+        (Mode::Exec, c.to_owned())
+    } else if req.starts_with("shell") && req.contains(':') {
+        let (head, c) = req.split_once(':').unwrap_or((req, ""));
+        let v2 = head.split(',').any(|o| o == "v2");
+        (if v2 { Mode::V2 } else { Mode::V1 }, c.to_owned())
+    } else {
+        return Err(format!(
+            "the virtual phone does not support the device service '{req}' (it supports shell:, shell,v2:, exec:, framebuffer:)"
+        ));
+    };
+    if cmd.trim().is_empty() {
+        return Err(
+            "the virtual phone has no interactive shell; pass a command (adb shell CMD)".to_owned(),
+        );
+    }
+    Ok((mode, cmd))
+}
+
+/// Count a service on a reachable device: `(after, screencap delay ms)`, or `None` when the
+/// device is away (disconnect fault).
+pub(crate) fn begin_service(
+    slot: &Slot,
+    link: &CancellationToken,
+    cmd: &str,
+) -> Option<(AfterService, u64)> {
+    let now = Instant::now();
+    let mut p = slot.lock();
+    if !p.link_up(now) || link.is_cancelled() {
+        return None;
+    }
+    let delay = if shell::first_word(cmd).as_deref() == Some("screencap") {
+        p.faults.screencap_delay_ms
+    } else {
+        0
+    };
+    Some((p.note_service(), delay))
+}
+
+/// Run `cmd` on the phone (after the screencap delay fault), off the async threads.
+pub(crate) async fn run_command(
+    slot: &Arc<Slot>,
+    cmd: String,
+    delay_ms: u64,
+) -> io::Result<ShellOutput> {
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    let slot2 = slot.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut p = slot2.lock();
+        shell::exec(&mut p, &cmd, Instant::now())
+    })
+    .await
+    .map_err(io::Error::other)
 }
 
 async fn device_service(
@@ -494,61 +554,24 @@ async fn device_service(
     link: CancellationToken,
     req: &str,
 ) -> io::Result<()> {
-    let (mode, cmd) = if let Some(c) = req.strip_prefix("exec:") {
-        (Mode::Exec, c.to_owned())
-    } else if req.starts_with("shell") && req.contains(':') {
-        let (head, c) = req.split_once(':').unwrap_or((req, ""));
-        let v2 = head.split(',').any(|o| o == "v2");
-        (if v2 { Mode::V2 } else { Mode::V1 }, c.to_owned())
-    } else if req == "framebuffer:" {
+    if req == "framebuffer:" {
         return framebuffer(s, shared, slot, link).await;
-    } else {
-        fail(
-            &mut s,
-            &format!("the virtual phone does not support the device service '{req}' (it supports shell:, shell,v2:, exec:, framebuffer:)"),
-        )
-        .await?;
-        return Ok(());
-    };
-    if cmd.trim().is_empty() {
-        fail(
-            &mut s,
-            "the virtual phone has no interactive shell; pass a command (adb shell CMD)",
-        )
-        .await?;
-        return Ok(());
     }
-    let now = Instant::now();
-    let counted = {
-        let mut p = slot.lock();
-        if !p.link_up(now) || link.is_cancelled() {
-            None
-        } else {
-            let delay = if shell::first_word(&cmd).as_deref() == Some("screencap") {
-                p.faults.screencap_delay_ms
-            } else {
-                0
-            };
-            Some((p.note_service(), delay))
+    let (mode, cmd) = match parse_service(req) {
+        Ok(x) => x,
+        Err(msg) => {
+            fail(&mut s, &msg).await?;
+            return Ok(());
         }
     };
-    let Some((after, delay)) = counted else {
+    let Some((after, delay)) = begin_service(&slot, &link, &cmd) else {
         fail(&mut s, &format!("device '{}' not found", slot.serial)).await?;
         return Ok(());
     };
     okay(&mut s).await?;
     let work = async {
-        if delay > 0 {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-        }
-        let slot2 = slot.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            let mut p = slot2.lock();
-            shell::exec(&mut p, &cmd, Instant::now())
-        })
-        .await
-        .map_err(io::Error::other)?;
-        write_output(&mut s, mode, &out).await
+        let out = run_command(&slot, cmd, delay).await?;
+        s.write_all(&encode_output(mode, &out)).await
     };
     let res = tokio::select! {
         r = work => r,
@@ -563,12 +586,15 @@ async fn device_service(
     Ok(())
 }
 
-async fn write_output(s: &mut TcpStream, mode: Mode, out: &ShellOutput) -> io::Result<()> {
+/// The bytes a service sends for `out`: raw stdout (`exec:`), stdout then stderr (`shell:`),
+/// or shell-protocol packets ending with the exit status (`shell,v2`).
+pub(crate) fn encode_output(mode: Mode, out: &ShellOutput) -> Vec<u8> {
     match mode {
-        Mode::Exec => s.write_all(&out.stdout).await,
+        Mode::Exec => out.stdout.clone(),
         Mode::V1 => {
-            s.write_all(&out.stdout).await?;
-            s.write_all(&out.stderr).await
+            let mut v = out.stdout.clone();
+            v.extend_from_slice(&out.stderr);
+            v
         }
         Mode::V2 => {
             let mut buf = Vec::with_capacity(out.stdout.len() + out.stderr.len() + 64);
@@ -583,7 +609,7 @@ async fn write_output(s: &mut TcpStream, mode: Mode, out: &ShellOutput) -> io::R
             buf.extend_from_slice(&1u32.to_le_bytes());
             buf.push(out.code);
             let _ = (ID_STDIN, ID_CLOSE_STDIN);
-            s.write_all(&buf).await
+            buf
         }
     }
 }

@@ -19,6 +19,7 @@
 //! `/work/helpers/SIM_DEVICE_CONTRACT.md` for the exact protocol contract.
 
 mod adb;
+mod adbd;
 mod apps;
 pub mod client;
 mod config;
@@ -31,6 +32,7 @@ mod shell;
 mod truth;
 mod ui;
 
+pub use adbd::{AdbdConfig, AdbdHandle, KeyPrompt};
 pub use apps::{INJECTION_TEXT_EN, INJECTION_TEXT_ZH, SCENARIOS};
 pub use config::{SimConfig, SimDeviceConfig, SimDeviceState};
 pub use error::{Result, SimError};

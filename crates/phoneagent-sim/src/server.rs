@@ -170,6 +170,19 @@ impl SimServer {
         })
     }
 
+    /// Also answer as the **phone's adbd** on 127.0.0.1:`port` (0 = ephemeral): the device-side
+    /// ADB protocol a phone speaks over USB or on `adb tcpip 5555`, with RSA AUTH (see
+    /// [`crate::AdbdConfig`]). Serves until the server stops.
+    ///
+    /// Errors: [`SimError::Config`] (unknown serial, bad trusted key), [`SimError::Bind`].
+    pub async fn start_adbd(
+        &self,
+        config: crate::AdbdConfig,
+        port: u16,
+    ) -> Result<crate::AdbdHandle> {
+        crate::adbd::start(self.shared.clone(), config, port).await
+    }
+
     /// Resolves when the server stops (after [`SimServer::shutdown`], or `host:kill` when the
     /// config allows it).
     pub async fn stopped(&self) {

@@ -1,9 +1,10 @@
 //! `devices`, `doctor`, `screenshot` (SPEC C1, D1, D2, D3).
 
 use super::Global;
+use phoneagent_device::direct::key::AdbKey;
 use phoneagent_device::{
-    AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device, DeviceError, DeviceInfo,
-    DeviceState, ReadinessCheck, Transport,
+    AdbDevice, AdbDeviceOptions, AdbLink, ConnectPlan, Device, DeviceError, DeviceInfo,
+    DeviceState, DirectLink, DirectOptions, DirectTarget, ReadinessCheck, Route, Transport,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -44,9 +45,58 @@ const EMPTY_HINT: &str = "no phone is connected. Connect an Android phone with U
 and accept the \"Allow USB debugging\" prompt; or start the virtual phone with \
 `phoneagent sim serve --port 15037` and use `phoneagent --adb 127.0.0.1:15037 devices`.";
 
-/// The adb server the global flags and environment choose.
-fn server_of(g: &Global) -> Result<AdbServer, DeviceError> {
-    Ok(AdbServer::new(AdbServerAddr::resolve(g.adb.as_deref())?))
+/// How the global flags and environment say to reach phones (`--adb`, `--direct`).
+fn plan_of(g: &Global) -> ConnectPlan {
+    ConnectPlan::from_flags(g.adb.as_deref(), g.direct.as_deref())
+}
+
+/// What direct mode is, for `devices` and `doctor`.
+fn direct_note(link: &AdbLink) -> Option<String> {
+    match link {
+        AdbLink::Server(_) => None,
+        AdbLink::Direct(d) => Some(format!(
+            "direct mode: no adb server is used; PhoneAgent speaks the ADB protocol to the phone itself ({}) with its own RSA key {} — the phone asks \"Allow USB debugging?\" once for it",
+            d.target(),
+            d.key().path().display()
+        )),
+    }
+}
+
+/// Rows for phones reached directly: one handshake each (state `device` / `unauthorized`),
+/// with a short wait for the prompt so listing stays quick.
+async fn direct_rows(
+    targets: Vec<DirectTarget>,
+) -> Result<(Vec<DeviceInfo>, Option<String>), DeviceError> {
+    let mut rows = Vec::new();
+    let mut key_path = None;
+    if targets.is_empty() {
+        return Ok((rows, key_path));
+    }
+    let key = AdbKey::for_user()?;
+    key_path = Some(key.path().display().to_string());
+    let opts = DirectOptions {
+        auth_timeout: std::time::Duration::from_secs(5),
+        ..DirectOptions::default()
+    };
+    for t in targets {
+        let link = DirectLink::new(t.clone(), key.clone(), opts.clone());
+        match link.device_info().await {
+            Ok(info) => rows.push(info),
+            Err(e @ DeviceError::DirectUnreachable { .. })
+                if matches!(t, DirectTarget::Tcp { .. }) =>
+            {
+                return Err(e);
+            }
+            Err(e) => rows.push(DeviceInfo {
+                serial: t.serial(),
+                state: DeviceState::Other("error".into()),
+                model: None,
+                transport: t.transport(),
+                fix: Some(e.to_string()),
+            }),
+        }
+    }
+    Ok((rows, key_path))
 }
 
 /// A device error as the user sees it: `error[code]: message`, or a JSON object.
@@ -131,27 +181,90 @@ fn devices_table(list: &[DeviceInfo]) -> String {
 }
 
 /// List devices (SPEC C1, D1). An empty list is not an error: it prints a hint, exit 0.
+///
+/// Through the adb server when one answers; `--direct HOST:PORT` asks that phone's adbd
+/// directly; with no adb server (and USB support built in) the phones on USB are asked
+/// directly.
 pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
-    let server = match server_of(g) {
-        Ok(s) => s,
+    let route = match plan_of(g).resolve().await {
+        Ok(r) => r,
         Err(e) => return print_error(&e, a.json),
     };
-    let list = match server.devices().await {
-        Ok(l) => l,
-        Err(e) => return print_error(&e, a.json),
+    let (server_addr, transport, list, key_path, note) = match route {
+        Route::Server(server) => match server.devices().await {
+            Ok(l) => (
+                Some(server.addr().to_string()),
+                format!("adb server {}", server.addr()),
+                l,
+                None,
+                None,
+            ),
+            Err(e) => return print_error(&e, a.json),
+        },
+        Route::Direct(t) => {
+            let transport = t.to_string();
+            match direct_rows(vec![t]).await {
+                Ok((l, k)) => (None, transport, l, k, None),
+                Err(e) => return print_error(&e, a.json),
+            }
+        }
+        Route::Usb(server_err) => {
+            let found = match phoneagent_device::direct::usb_devices().await {
+                Ok(f) => f,
+                Err(e) => return print_error(&e, a.json),
+            };
+            let targets = found
+                .into_iter()
+                .map(|(serial, _)| DirectTarget::Usb { serial })
+                .collect();
+            match direct_rows(targets).await {
+                Ok((l, k)) => (
+                    None,
+                    "direct USB".to_string(),
+                    l,
+                    k,
+                    Some(format!(
+                        "no adb server answered ({server_err}); looked for phones on USB directly"
+                    )),
+                ),
+                Err(e) => return print_error(&e, a.json),
+            }
+        }
     };
+    let direct = server_addr.is_none();
     if a.json {
         let hint = list.is_empty().then_some(EMPTY_HINT);
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "adb_server": server.addr().to_string(),
+                "adb_server": server_addr,
+                "transport": transport,
+                "direct": direct,
+                "adb_key": key_path,
+                "note": note,
                 "devices": list,
                 "hint": hint,
             }))?
         );
-    } else if list.is_empty() {
-        println!("No devices (adb server {}).", server.addr());
+        return Ok(0);
+    }
+    if let Some(n) = &note {
+        println!("{n}.");
+    }
+    if direct {
+        println!(
+            "Direct mode ({transport}): no adb server; PhoneAgent speaks ADB to the phone itself{}.",
+            key_path
+                .as_deref()
+                .map(|k| format!(" with its key {k}"))
+                .unwrap_or_default()
+        );
+    }
+    if list.is_empty() {
+        match &server_addr {
+            Some(addr) => println!("No devices (adb server {addr})."),
+            None => println!("No devices ({transport})."),
+        }
         println!("hint: {EMPTY_HINT}");
     } else {
         print!("{}", devices_table(&list));
@@ -181,12 +294,12 @@ fn print_checks(title: &str, checks: &[ReadinessCheck]) {
 /// Preflight (SPEC C1, D2): exit 0 when ready, 1 otherwise, each failed check with its fix.
 pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let cancel = CancellationToken::new();
-    let server = match server_of(g) {
-        Ok(s) => s,
-        Err(e) => return print_error(&e, a.json),
-    };
-    let device = match AdbDevice::select(server, a.serial.as_deref(), AdbDeviceOptions::default())
-        .await
+    let device = match AdbDevice::connect(
+        &plan_of(g),
+        a.serial.as_deref(),
+        AdbDeviceOptions::default(),
+    )
+    .await
     {
         Ok(d) => d,
         Err(e) => {
@@ -216,17 +329,26 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     };
     let model = model_checks(g).await;
     let ready = readiness.ready() && model.iter().all(|c| c.ok);
+    let transport = device.link().describe();
+    let note = direct_note(device.link());
     if a.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "serial": readiness.serial,
+                "transport": transport,
+                "direct": device.link().is_direct(),
+                "note": note,
                 "ready": ready,
                 "device": readiness.checks,
                 "model": model,
             }))?
         );
     } else {
+        println!("Transport: {transport}");
+        if let Some(n) = &note {
+            println!("  {n}");
+        }
         print_checks(&format!("Device {}", readiness.serial), &readiness.checks);
         if !model.is_empty() {
             print_checks("Model", &model);
@@ -247,15 +369,16 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
 /// reported; a failed capture is an error.
 pub async fn screenshot(g: &Global, a: ScreenshotArgs) -> anyhow::Result<u8> {
     let cancel = CancellationToken::new();
-    let server = match server_of(g) {
-        Ok(s) => s,
+    let device = match AdbDevice::connect(
+        &plan_of(g),
+        a.serial.as_deref(),
+        AdbDeviceOptions::default(),
+    )
+    .await
+    {
+        Ok(d) => d,
         Err(e) => return print_error(&e, false),
     };
-    let device =
-        match AdbDevice::select(server, a.serial.as_deref(), AdbDeviceOptions::default()).await {
-            Ok(d) => d,
-            Err(e) => return print_error(&e, false),
-        };
     let shot = match device.screenshot(&cancel).await {
         Ok(s) => s,
         Err(e) => return print_error(&e, false),

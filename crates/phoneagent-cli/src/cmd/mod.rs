@@ -15,6 +15,16 @@ pub struct Global {
     /// adb server to use, as HOST:PORT (default: ADB_SERVER_SOCKET, ANDROID_ADB_SERVER_PORT, 127.0.0.1:5037).
     #[arg(long, global = true, value_name = "HOST:PORT")]
     pub adb: Option<String>,
+    /// Drive a phone's adbd directly over TCP, without an adb server (a phone after
+    /// `adb tcpip 5555`, or the virtual phone's `sim serve --adbd-port`). Without it and
+    /// without a running adb server, phones on USB are driven directly.
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST:PORT",
+        env = "PHONEAGENT_ADB_DIRECT"
+    )]
+    pub direct: Option<String>,
     /// More logging (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,

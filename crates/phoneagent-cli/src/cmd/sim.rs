@@ -2,7 +2,9 @@
 //! protocol and read/steer its ground truth from another process.
 
 use anyhow::Context as _;
-use phoneagent_sim::{Faults, SimConfig, SimDeviceConfig, SimServer, client};
+use phoneagent_sim::{
+    AdbdConfig, Faults, KeyPrompt, SimConfig, SimDeviceConfig, SimServer, client,
+};
 
 use super::Global;
 
@@ -30,6 +32,15 @@ pub enum SimCommand {
         /// Let `adb kill-server` (host:kill) stop the virtual phone.
         #[arg(long)]
         allow_kill: bool,
+        /// Also answer as the first phone's adbd (the device-side ADB protocol a phone speaks
+        /// over USB or after `adb tcpip 5555`) on 127.0.0.1:PORT (0 picks a free one), for
+        /// `phoneagent --direct 127.0.0.1:PORT …` or `adb connect 127.0.0.1:PORT`.
+        #[arg(long, value_name = "PORT")]
+        adbd_port: Option<u16>,
+        /// With --adbd-port: dismiss the "Allow USB debugging?" prompt for unknown keys (the
+        /// host stays unauthorized) instead of accepting it.
+        #[arg(long, requires = "adbd_port")]
+        adbd_refuse: bool,
     },
     /// Print the ground truth of a running virtual phone as JSON.
     State {
@@ -74,6 +85,8 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
             no_adb_keyboard,
             scenario,
             allow_kill,
+            adbd_port,
+            adbd_refuse,
         } => {
             let config = SimConfig {
                 devices: (1..=devices)
@@ -92,6 +105,28 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
                 sim.addr(),
                 sim.port()
             );
+            if let Some(p) = adbd_port {
+                let adbd = sim
+                    .start_adbd(
+                        AdbdConfig {
+                            on_unknown_key: if adbd_refuse {
+                                KeyPrompt::Refuse
+                            } else {
+                                KeyPrompt::Accept
+                            },
+                            ..AdbdConfig::default()
+                        },
+                        p,
+                    )
+                    .await?;
+                println!(
+                    "virtual phone {} adbd (direct mode) on {} (phoneagent --direct {} devices; adb connect {})",
+                    adbd.serial(),
+                    adbd.addr(),
+                    adbd.addr(),
+                    adbd.addr()
+                );
+            }
             wait_for_stop(&sim).await?;
             sim.shutdown().await;
             Ok(0)

@@ -4,6 +4,7 @@
 // Test helpers may panic: a failed setup is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod direct;
 mod real_adb;
 mod sim_contract;
 

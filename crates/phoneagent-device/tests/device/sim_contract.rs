@@ -123,6 +123,7 @@ async fn shell_v2_exit_codes_and_stderr_and_v1_fallback() {
     // Shell v1: merged output, no exit status.
     let v1 = dev
         .server()
+        .expect("reached through the adb server")
         .shell("virtual-phone-1", "frobnicate", ShellProtocol::V1)
         .await
         .unwrap();
