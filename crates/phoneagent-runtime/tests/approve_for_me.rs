@@ -348,3 +348,112 @@ async fn allowed_call_runs_and_its_reason_reaches_the_actor() {
     assert!(h.approvals.pending().is_empty());
     assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
 }
+
+const KEYRING_CHILD: &str = "PHONEAGENT_RUNTIME_AFM_KEYRING_CHILD";
+const SECRET: &str = "sk-live-KEYRINGSECRET0123456789";
+
+fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// The OS keyring for real (gnome-keyring's Secret Service in a private D-Bus session, as in
+/// phoneagent-llm's keyring test): the outer test re-runs this binary's ignored inner test there.
+#[test]
+fn keyring_secret_never_reaches_the_evidence_or_the_ledger() {
+    for tool in ["gnome-keyring-daemon", "dbus-run-session", "timeout"] {
+        if !have(tool) {
+            eprintln!(
+                "SKIPPED keyring_secret_never_reaches_the_evidence_or_the_ledger: {tool} is not installed (apt-get install gnome-keyring dbus)"
+            );
+            return;
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "echo -n test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1; exec '{}' inner_keyring_secret_check --exact --ignored --nocapture --test-threads=1",
+        exe.display()
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["90", "dbus-run-session", "--", "sh", "-c", &script])
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_RUNTIME_DIR", home.path())
+        .env(KEYRING_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "inner keyring test failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "runs inside the private D-Bus session started by keyring_secret_never_reaches_the_evidence_or_the_ledger"]
+async fn inner_keyring_secret_check() {
+    assert_eq!(std::env::var(KEYRING_CHILD).as_deref(), Ok("1"));
+    let keys = phoneagent_llm::KeyStore::new();
+    keys.set("test.auto-reviewer", &phoneagent_llm::ApiKey::new(SECRET))
+        .unwrap();
+    // The actor even repeats the secret in its reason and target; the reviewer denies.
+    let tap = format!(
+        r#"{{"content": "do(action=\"Tap\", element={{{{center:提交订单}}}}, target_description=\"提交订单 key={SECRET}\", reason=\"Pay with the API key {SECRET}.\")"}}"#
+    );
+    let script = [
+        tap.as_str(),
+        &verdict("deny", "high", "none"),
+        r#"{"content": "finish(message=\"Stopped.\")"}"#,
+        r#"{"content": "finish(message=\"Stopped.\", confirm=True)"}"#,
+    ]
+    .join("\n");
+    let mut h = Harness::new(
+        &script,
+        Opts {
+            auto_reviewer: AutoReviewerAt::KeyringEntry("test.auto-reviewer"),
+            ..afm("checkout")
+        },
+    )
+    .await;
+    let out = h.run("Look at my cart").await;
+    let rs = reviews(&h.drain());
+    assert_eq!(rs.len(), 1);
+    let rev: Vec<_> = h
+        .model
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains("[phoneagent-role: auto_reviewer]"))
+        .collect();
+    assert_eq!(rev.len(), 1);
+    assert!(
+        rev[0].authorization_present,
+        "the reviewer call used the keyring key"
+    );
+    let body = rev[0].body.to_string();
+    assert!(
+        !body.contains(SECRET),
+        "the secret reached the evidence package"
+    );
+    assert!(
+        body.contains("[redacted]") || body.contains("[secret]"),
+        "{body}"
+    );
+    let id = uuid::Uuid::parse_str(&out.run_id).unwrap();
+    for row in h.store.approval_ledger(Some(id), 1000).unwrap() {
+        assert!(
+            !row.record.to_string().contains(SECRET),
+            "the secret reached ledger row {}",
+            row.request_id
+        );
+    }
+    for r in h.store.approval_reviews(id).unwrap() {
+        assert!(!serde_json::to_string(&r).unwrap().contains(SECRET));
+    }
+    keys.delete("test.auto-reviewer").unwrap();
+}

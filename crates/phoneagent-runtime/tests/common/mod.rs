@@ -54,6 +54,9 @@ pub enum AutoReviewerAt {
     Refused,
     /// No reviewer model configured.
     Missing,
+    /// The scripted server, through a models.json profile whose key is in this OS-keyring
+    /// entry (resolved by `KeyStore`, as the product does).
+    KeyringEntry(&'static str),
 }
 
 impl Default for Opts {
@@ -159,6 +162,32 @@ impl Harness {
                 ))
             }
             AutoReviewerAt::Missing => None,
+            AutoReviewerAt::KeyringEntry(entry) => {
+                let json = serde_json::json!({
+                    "profiles": {"keyed": {"base_url": base, "model": "scripted-model",
+                        "keyring_entry": entry, "protocol": "do",
+                        "coordinate_space": "relative_0_999"}},
+                    "roles": {"actor": {"model": "keyed"}, "auto_reviewer": {"model": "keyed"}}
+                });
+                let cfg = phoneagent_llm::config::ModelsConfig::from_json(
+                    &json.to_string(),
+                    std::path::Path::new("models.json"),
+                )
+                .unwrap();
+                match cfg
+                    .resolve(
+                        phoneagent_llm::config::Role::AutoReviewer,
+                        &phoneagent_llm::KeyStore::new(),
+                    )
+                    .unwrap()
+                {
+                    phoneagent_llm::config::RoleResolution::Resolved(m) => {
+                        assert!(m.api_key.is_some(), "the key comes from the keyring");
+                        Some(ModelRoute::from_resolved(&m).unwrap())
+                    }
+                    other => panic!("auto_reviewer unavailable: {other:?}"),
+                }
+            }
         };
         let agent = Arc::new(
             agent
