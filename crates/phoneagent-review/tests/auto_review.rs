@@ -642,10 +642,8 @@ async fn run_case(c: &Case) -> Result<(), String> {
                 ));
             }
         }
-        AutoAction::Allow => {
-            if !d.feedback.clone().unwrap_or_default().contains("Approved") {
-                errs.push("allow reason not fed back".into());
-            }
+        AutoAction::Allow if !d.feedback.clone().unwrap_or_default().contains("Approved") => {
+            errs.push("allow reason not fed back".into());
         }
         _ => {}
     }

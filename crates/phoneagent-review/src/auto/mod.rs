@@ -389,15 +389,17 @@ impl AutoReview {
     }
 
     /// Start a run: per-run state (budgets, breaker, denials, grants, cache) is reset when
-    /// `run_id` differs from the current one.
-    pub fn begin_run(&self, run_id: &str) {
+    /// `run_id` differs from the current one. Returns true when it did (a new run).
+    pub fn begin_run(&self, run_id: &str) -> bool {
         let mut st = self.handle.lock();
-        if st.run_id.as_deref() != Some(run_id) {
-            *st = RunState {
-                run_id: Some(run_id.to_string()),
-                ..RunState::default()
-            };
+        if st.run_id.as_deref() == Some(run_id) {
+            return false;
         }
+        *st = RunState {
+            run_id: Some(run_id.to_string()),
+            ..RunState::default()
+        };
+        true
     }
 
     /// Decide one approval request (see the module docs). `request_id` names the ledger row.
@@ -897,7 +899,7 @@ mod tests {
         deny(&h, "a", "tap", "1");
         deny(&h, "b", "tap", "2");
         deny(&h, "c", "tap", "3");
-        assert!(matches!(h.grant_override(0), Err(_)));
+        assert!(h.grant_override(0).is_err());
         assert!(matches!(
             h.grant_override(3),
             Err(AutoReviewError::NoSuchDenial { max: 2, .. })

@@ -128,7 +128,17 @@ impl Run<'_> {
         );
         let agent: &Agent = self.agent;
         let afm = &agent.approve_for_me;
-        afm.engine.begin_run(&self.bus_run_id());
+        if afm.engine.begin_run(&self.bus_run_id())
+            && let Some(fb) = afm.route.as_ref().and_then(|r| r.fallback.as_ref())
+        {
+            // The reviewer's role fell back along its chain (SPEC M2): audited once per run.
+            self.bus.emit(AgentEvent::ModelFallback {
+                role: fb.role.as_str().into(),
+                requested: fb.from_profile.clone(),
+                used: fb.to_profile.clone(),
+                reason: fb.reason.clone(),
+            });
+        }
         let image_policy = afm
             .route
             .as_ref()
