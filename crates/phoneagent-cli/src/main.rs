@@ -29,6 +29,8 @@ enum Command {
     Runs(cmd::run::RunsArgs),
     /// Export a run as JSON (trajectory schema 1.3) or a self-contained HTML report.
     Export(cmd::run::ExportArgs),
+    /// Print the approve-for-me ledger of a run (every approval request with its verdict).
+    Approvals(cmd::approvals::ApprovalsArgs),
     /// Run a sample task end to end on the virtual phone with the scripted model (no phone, no API key).
     Demo(cmd::demo::DemoArgs),
     /// The virtual phone: serve it over the ADB protocol, read its ground truth.
@@ -63,6 +65,7 @@ fn main() -> std::process::ExitCode {
             Command::Run(a) => cmd::run::run(&cli.global, a).await,
             Command::Runs(a) => cmd::run::runs(&cli.global, a).await,
             Command::Export(a) => cmd::run::export(&cli.global, a).await,
+            Command::Approvals(a) => cmd::approvals::approvals(&cli.global, a).await,
             Command::Demo(a) => cmd::demo::demo(&cli.global, a).await,
             Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
             Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,

@@ -536,6 +536,9 @@ pub enum AgentEvent {
         /// Text the model sees.
         text: String,
     },
+    /// One approval request of the approve-for-me mode, as finally decided: one ledger row
+    /// (SPEC AR8). See [`crate::approval::ApprovalReview`].
+    ApprovalReview(crate::approval::ApprovalReview),
     /// A non-fatal warning.
     Warning {
         /// Code.
@@ -591,6 +594,7 @@ impl AgentEvent {
             Self::FinishVerifier { .. } => "finish_verifier",
             Self::GuardActive { .. } => "guard_active",
             Self::ToolResult { .. } => "tool_result",
+            Self::ApprovalReview(_) => "approval_review",
             Self::Warning { .. } => "warning",
             Self::RunFinished { .. } => "run_finished",
         }

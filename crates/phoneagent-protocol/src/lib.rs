@@ -6,6 +6,7 @@
 //! * [`geometry`]: screen geometry, the three coordinate systems (model-raw, runtime 0..999,
 //!   device pixels) and the coordinate-space names of the contract (SPEC M4, M5).
 //! * [`safety`]: access modes and risk tiers (SPEC S1, S3).
+//! * [`approval`]: the approve-for-me vocabulary and ledger record (SPEC AR1–AR8).
 //! * [`error`]: stable error codes that reach the UI (`{code, message}`), never matched as strings.
 //! * [`do_grammar`]: the `do(...)` text grammar parser ([`parse_do`], SPEC A2), with
 //!   [`render`] ([`render_do`], its canonical form) and [`prompt`] ([`do_grammar_prompt`]).
@@ -17,6 +18,7 @@
 //! Dependencies point one way: this crate depends on no other PhoneAgent crate.
 
 pub mod action;
+pub mod approval;
 pub mod do_grammar;
 pub mod error;
 pub mod event;
@@ -31,6 +33,10 @@ pub mod swipe;
 pub mod tools;
 
 pub use action::{Action, ActionKind, TaskItem};
+pub use approval::{
+    ApprovalOutcome, ApprovalPolicy, ApprovalReview, BreakerState, ReviewDecision, ReviewRisk,
+    UserAuthorization,
+};
 pub use do_grammar::{DoOutput, parse_do, parse_do_output};
 pub use error::ErrorCode;
 pub use event::{AgentEvent, EventEnvelope, Phase, RunStatus};

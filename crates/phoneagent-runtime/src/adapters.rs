@@ -233,8 +233,10 @@ pub enum GateVerdict {
         /// Redacted target summary (≤ 120 chars).
         summary: String,
     },
-    /// Hard mode: ask a human.
+    /// Hard mode: ask a human; approve-for-me: ask the auto-reviewer first (SPEC AR1).
     NeedsApproval {
+        /// Who is asked first.
+        route: phoneagent_safety::ApprovalRoute,
         /// Tier.
         tier: RiskTier,
         /// Reason codes.
@@ -303,7 +305,8 @@ pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVe
             reasons,
             summary: target_summary(&input),
         },
-        D::NeedsApproval { .. } => GateVerdict::NeedsApproval {
+        D::NeedsApproval { route } => GateVerdict::NeedsApproval {
+            route,
             tier,
             reasons,
             target: target_summary(&input),

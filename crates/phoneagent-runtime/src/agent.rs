@@ -35,6 +35,8 @@ use crate::pixels::{Rect, changed_fraction};
 use crate::{RuntimeError, now_ms};
 use phoneagent_review::{FinishVerifier, ReversibilityReviewer, ReviewVerdict, VerifierVerdict};
 
+mod approve_for_me;
+
 /// A model endpoint bound to a role: the client and the profile it was built from (protocol,
 /// coordinate space, image sizing, prices). Never holds the key outside the client.
 #[derive(Clone)]
@@ -116,6 +118,7 @@ pub struct Agent {
     tx: broadcast::Sender<EventEnvelope>,
     state: Arc<Mutex<AgentState>>,
     busy: AtomicBool,
+    approve_for_me: approve_for_me::ApproveForMe,
 }
 
 impl Agent {
@@ -133,6 +136,7 @@ impl Agent {
                 screen_seq: 0,
             })),
             busy: AtomicBool::new(false),
+            approve_for_me: approve_for_me::ApproveForMe::unconfigured(),
         }
     }
 
@@ -1388,9 +1392,23 @@ impl<'a> Run<'a> {
                     }
                 },
                 GateVerdict::NeedsApproval {
+                    route: phoneagent_safety::ApprovalRoute::AutoReviewer,
                     tier,
                     reasons,
                     target,
+                } => {
+                    if let Some(flow) = self
+                        .approve_for_me(&action, obs, tier, reasons, target, t0)
+                        .await
+                    {
+                        return flow;
+                    }
+                }
+                GateVerdict::NeedsApproval {
+                    tier,
+                    reasons,
+                    target,
+                    ..
                 } => {
                     self.emit_gate(
                         &action,

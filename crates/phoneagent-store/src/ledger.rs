@@ -16,6 +16,13 @@
 //! * `human_resolved` → updates that row: `decision` = the response type (`approve`, `reject`,
 //!   `answer`, `hand_back`), `decided_by`, `latency_ms`, `record.response`. A resolution whose
 //!   request was never recorded gets its own row with `kind = "unknown"`.
+//! * `approval_review` (approve-for-me, SPEC AR8) → one row keyed by its `request_id`
+//!   (`ar-<uuid>`), `kind = "auto_review"`, `decision` = the final outcome (`allowed` /
+//!   `denied`), `decided_by` (`auto_reviewer`, `human`, `rule`, `policy`), `latency_ms`;
+//!   `record` is the whole [`phoneagent_protocol::ApprovalReview`] (policy and its source,
+//!   verdict, risk, authorization, reason, suggestion, gate, reviewer route, budget left, breaker
+//!   state). [`crate::Store::approval_reviews`] and [`approval_reviews_from_events`] return
+//!   them typed.
 //!
 //! Other kinds are ignored here.
 
@@ -34,7 +41,7 @@ pub struct LedgerEntry {
     pub run_id: Uuid,
     /// `gate:<seq>` for gate decisions, else the human request id.
     pub request_id: String,
-    /// `gate`, `approval`, `ask_user`, `take_over` (or `unknown`).
+    /// `gate`, `approval`, `ask_user`, `take_over`, `auto_review` (or `unknown`).
     pub kind: String,
     /// Seq of the first event of this entry.
     pub first_seq: u64,
@@ -48,7 +55,7 @@ pub struct LedgerEntry {
     pub tool: Option<String>,
     /// Risk tier name (`none`, `soft`, `reviewer`, `hard`).
     pub tier: Option<String>,
-    /// Gate outcome, `pending`, or the human response type.
+    /// Gate outcome, `pending`, the human response type, or `allowed`/`denied` (auto_review).
     pub decision: String,
     /// `rule`, `reviewer`, `auto_reviewer`, `human`, `policy`.
     pub decided_by: Option<String>,
@@ -85,6 +92,32 @@ pub(crate) fn apply_event(conn: &Connection, run_id: &str, e: &EventRecord) -> R
                 st.execute(params![
                     run_id,
                     format!("gate:{}", e.seq),
+                    seq,
+                    step,
+                    e.ts_ms,
+                    s(p, "tool"),
+                    s(p, "tier"),
+                    s(p, "outcome").unwrap_or_else(|| "unknown".into()),
+                    s(p, "decided_by"),
+                    u(p, "latency_ms"),
+                    p.to_string()
+                ])
+            })
+            .map_err(err)?;
+        }
+        "approval_review" => {
+            let Some(request_id) = s(p, "request_id") else {
+                return Ok(());
+            };
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO approvals
+                 (run_id, request_id, kind, first_seq, last_seq, step, ts_ms, tool, tier, decision, decided_by, latency_ms, record)
+                 VALUES (?1, ?2, 'auto_review', ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    run_id,
+                    request_id,
                     seq,
                     step,
                     e.ts_ms,
@@ -260,7 +293,43 @@ pub(crate) fn query(
     rows.into_iter().map(finish_entry).collect()
 }
 
+/// The approve-for-me ledger of a run, rebuilt from its events alone (pure; SPEC AR8): every
+/// `approval_review` event, in event order. Events whose payload does not parse (written by a
+/// newer version) are skipped.
+pub fn approval_reviews_from_events(
+    events: &[EventRecord],
+) -> Vec<phoneagent_protocol::ApprovalReview> {
+    events
+        .iter()
+        .filter(|e| e.kind == "approval_review")
+        .filter_map(|e| serde_json::from_value(e.payload.clone()).ok())
+        .collect()
+}
+
 impl crate::Store {
+    /// The approve-for-me ledger of one run (SPEC AR8), typed, in event order: one
+    /// [`phoneagent_protocol::ApprovalReview`] per approval request, from the materialized
+    /// `approvals` rows of kind `auto_review` (the same rows [`approval_reviews_from_events`]
+    /// derives from the events).
+    ///
+    /// # Errors
+    /// SQLite errors, or a row whose record does not parse.
+    pub fn approval_reviews(
+        &self,
+        run_id: Uuid,
+    ) -> Result<Vec<phoneagent_protocol::ApprovalReview>> {
+        let rows = self.approval_ledger(Some(run_id), usize::MAX)?;
+        rows.into_iter()
+            .filter(|r| r.kind == "auto_review")
+            .map(|r| {
+                serde_json::from_value(r.record).map_err(StoreError::json(format!(
+                    "approval review {}",
+                    r.request_id
+                )))
+            })
+            .collect()
+    }
+
     /// Ledger rows of one run (in event order) or, with `None`, of all runs (newest first), at
     /// most `limit` (SPEC S9, AR8).
     pub fn approval_ledger(&self, run_id: Option<Uuid>, limit: usize) -> Result<Vec<LedgerEntry>> {

@@ -36,7 +36,7 @@ mod store;
 mod types;
 
 pub use error::{Result, StoreError};
-pub use ledger::LedgerEntry;
+pub use ledger::{LedgerEntry, approval_reviews_from_events};
 pub use store::{
     DB_FILE_NAME, Durability, HOME_ENV, Store, StoreOptions, default_db_path, sha256_hex,
 };

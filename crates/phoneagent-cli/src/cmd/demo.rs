@@ -39,6 +39,13 @@ const SCENARIOS: &[Scenario] = &[
         about: "shop → product → cart → checkout; 提交订单 and 确认支付 are stopped by the safety gate until the model confirms",
     },
     Scenario {
+        name: "buy",
+        task: "Buy the first product in the shop",
+        mode: AccessMode::ApproveForMe,
+        script: include_str!("../../demo/buy-approve-for-me.jsonl"),
+        about: "the same purchase with --mode approve-for-me: the auto-reviewer model allows 提交订单 and 确认支付; `phoneagent approvals <run>` shows the ledger",
+    },
+    Scenario {
         name: "draft-mail",
         task: "Draft an email to bob@example.com about lunch on Friday, but don't send it",
         mode: AccessMode::Wary,
@@ -62,26 +69,40 @@ pub struct DemoArgs {
     /// List the scenarios and exit.
     #[arg(long)]
     pub list: bool,
+    /// Access mode of the scenario's script (default: the scenario's own; `--list` shows which
+    /// scenario has which). approve-for-me: the scripted model also acts as the auto-reviewer.
+    #[arg(long)]
+    pub mode: Option<AccessMode>,
+    /// approve-for-me: policy/gate file (TOML or JSON; default: the config dir's, else defaults).
+    #[arg(long, value_name = "FILE")]
+    pub approval_policy: Option<PathBuf>,
 }
 
 /// Run the demo.
 pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     if a.list {
         for s in SCENARIOS {
-            println!("{:<11} {} — {}", s.name, s.task, s.about);
+            println!(
+                "{:<11} {:<15} {} — {}",
+                s.name,
+                s.mode.as_str(),
+                s.task,
+                s.about
+            );
         }
         return Ok(0);
     }
     let scenario = SCENARIOS
         .iter()
-        .find(|s| s.name == a.scenario)
+        .find(|s| s.name == a.scenario && a.mode.is_none_or(|m| m == s.mode))
         .with_context(|| {
             format!(
-                "unknown scenario {:?}: choose one of {}",
+                "no demo scenario {:?}{}: choose one of {} (see `phoneagent demo --list`)",
                 a.scenario,
+                a.mode.map(|m| format!(" in mode {m}")).unwrap_or_default(),
                 SCENARIOS
                     .iter()
-                    .map(|s| s.name)
+                    .map(|s| format!("{} --mode {}", s.name, s.mode))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -148,6 +169,12 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
             ..AgentConfig::default()
         },
     );
+    let agent = if scenario.mode == AccessMode::ApproveForMe {
+        let policy = super::approvals::load_policy(a.approval_policy.as_deref())?;
+        agent.with_approve_for_me(policy, Some(route("auto-reviewer")?))?
+    } else {
+        agent
+    };
     let printer = spawn_printer(&agent, a.json);
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
@@ -172,6 +199,9 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         "history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`",
         &outcome.run_id[..8]
     );
+    if scenario.mode == AccessMode::ApproveForMe {
+        println!("approvals: `phoneagent approvals {}`", &outcome.run_id[..8]);
+    }
     println!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
     model.shutdown().await;
     sim.shutdown().await;

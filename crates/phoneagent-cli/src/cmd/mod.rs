@@ -1,5 +1,6 @@
 //! Subcommands. Each module owns its clap args and its handler; handlers return the exit code.
 
+pub mod approvals;
 pub mod demo;
 pub mod device;
 pub mod models;

@@ -15,6 +15,8 @@ pub struct Routes {
     pub verifier: Option<ModelRoute>,
     /// Reversibility reviewer, if any model serves it.
     pub safety_reviewer: Option<ModelRoute>,
+    /// Approve-for-me reviewer (SPEC AR1), if any model serves it.
+    pub auto_reviewer: Option<ModelRoute>,
     /// Why a role has no model (for the user).
     pub unavailable: Vec<String>,
 }
@@ -72,7 +74,9 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     };
     let verifier = other(Role::Verifier)?;
     let safety_reviewer = other(Role::SafetyReviewer)?;
+    let auto_reviewer = other(Role::AutoReviewer)?;
     Ok(Routes {
+        auto_reviewer,
         actor,
         verifier,
         safety_reviewer,

@@ -48,9 +48,18 @@ pub struct RunArgs {
     pub serial: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Access mode: off, wary, hard, reviewer (env PHONE_AGENT_SAFETY_MODE).
+    /// Access mode: off, wary, hard, reviewer or approve-for-me (env PHONE_AGENT_SAFETY_MODE).
+    /// approve-for-me sends the approval requests `hard` would put to you to the auto_reviewer
+    /// model first (roles.auto_reviewer / PHONE_AGENT_AUTO_REVIEWER_MODEL).
     #[arg(long, env = "PHONE_AGENT_SAFETY_MODE", default_value = "wary")]
     pub mode: AccessMode,
+    /// approve-for-me: policy/gate file (TOML or JSON; default: approval-policy.toml or .json
+    /// in the config dir, else built-in defaults).
+    #[arg(long, value_name = "FILE")]
+    pub approval_policy: Option<std::path::PathBuf>,
+    /// Language of receipts and approve-for-me reasons: zh or en (env PHONE_AGENT_LANG).
+    #[arg(long, env = "PHONE_AGENT_LANG", default_value = "en", value_parser = super::approvals::parse_lang)]
+    pub lang: phoneagent_runtime::Lang,
     /// Maximum steps.
     #[arg(long, default_value_t = 30)]
     pub max_steps: u32,
@@ -220,6 +229,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         mode: a.mode,
         token_budget: a.token_budget,
         finish_verify: a.finish_verify,
+        lang: a.lang,
         ..AgentConfig::default()
     };
     let agent = Agent::new(
@@ -234,6 +244,17 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         },
         config,
     );
+    let agent = if a.mode == AccessMode::ApproveForMe {
+        let policy = super::approvals::load_policy(a.approval_policy.as_deref())?;
+        if routes.auto_reviewer.is_none() {
+            eprintln!(
+                "note: approve-for-me has no auto_reviewer model: every request it would review goes to you (set roles.auto_reviewer in models.json or PHONE_AGENT_AUTO_REVIEWER_MODEL)"
+            );
+        }
+        agent.with_approve_for_me(policy, routes.auto_reviewer)?
+    } else {
+        agent
+    };
     let printer = spawn_printer(&agent, a.json);
     let mut last = 0;
     match a.task {

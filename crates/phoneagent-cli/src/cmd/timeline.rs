@@ -142,6 +142,20 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             format!("     verifier: {verdict} {}", clip(reason, 100))
         }
         AgentEvent::Warning { code, message } => format!("     warning {code}: {message}"),
+        AgentEvent::ApprovalReview(r) => format!(
+            "     approve-for-me: {} {} by {:?}{}{} — {}",
+            r.tool,
+            r.outcome.as_str(),
+            r.decided_by,
+            r.risk
+                .map(|x| format!(" · risk {}", x.as_str()))
+                .unwrap_or_default(),
+            r.gate
+                .as_deref()
+                .map(|g| format!(" · gate {g}"))
+                .unwrap_or_default(),
+            clip(&r.reason, 120)
+        ),
         AgentEvent::RunFinished {
             status,
             termination_code,

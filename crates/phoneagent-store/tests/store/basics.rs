@@ -544,3 +544,83 @@ fn delete_run_removes_events_ledger_and_unreferenced_old_screenshots() {
         "old unreferenced screenshots are collected"
     );
 }
+
+#[test]
+fn approve_for_me_reviews_become_typed_ledger_rows_and_rebuild_from_events() {
+    use phoneagent_protocol::event::DecidedBy;
+    use phoneagent_protocol::{
+        AgentEvent, ApprovalOutcome, ApprovalPolicy, ApprovalReview, BreakerState, EventEnvelope,
+        ReviewDecision, ReviewRisk, RiskTier, UserAuthorization,
+    };
+    let s = Store::open_in_memory().unwrap();
+    let run = NewRun::new("Buy the first product");
+    s.start_run(&run).unwrap();
+    let review = |i: u32, outcome, by| ApprovalReview {
+        request_id: format!("ar-{i}"),
+        tool: "tap".into(),
+        target: "提交订单".into(),
+        arguments: json!({"action": "tap", "element": [500, 900]}),
+        arguments_truncated: false,
+        tier: RiskTier::Hard,
+        reasons: vec!["commit_irreversible".into()],
+        policy: ApprovalPolicy::Ai,
+        policy_source: "default".into(),
+        outcome,
+        decided_by: by,
+        delegated: by == DecidedBy::Human,
+        verdict: Some(ReviewDecision::Deny),
+        risk: Some(ReviewRisk::High),
+        user_authorization: Some(UserAuthorization::None),
+        reason: format!("reason {i}"),
+        suggestion: None,
+        gate: None,
+        reviewer_error: None,
+        reviewer_profile: Some("cloud".into()),
+        reviewer_model: Some("gpt-x".into()),
+        review_latency_ms: Some(40),
+        latency_ms: 50 + u64::from(i),
+        reviews_left: 20 - i,
+        failures_left: 10,
+        breaker: BreakerState {
+            consecutive_denials: i,
+            window_denials: i,
+            window_reviews: i,
+            open: false,
+        },
+        override_used: false,
+        cached: false,
+        human_request_id: None,
+    };
+    let rows = vec![
+        review(1, ApprovalOutcome::Denied, DecidedBy::AutoReviewer),
+        review(2, ApprovalOutcome::Allowed, DecidedBy::Human),
+    ];
+    for (seq, r) in rows.iter().enumerate() {
+        s.append_envelope(&EventEnvelope {
+            run_id: run.id.to_string(),
+            seq: seq as u64,
+            ts_ms: 1_000,
+            step: 3,
+            event: AgentEvent::ApprovalReview(r.clone()),
+        })
+        .unwrap();
+    }
+    assert_eq!(s.approval_reviews(run.id).unwrap(), rows);
+    let ledger = s.approval_ledger(Some(run.id), 10).unwrap();
+    assert_eq!(ledger.len(), 2);
+    assert_eq!(ledger[0].kind, "auto_review");
+    assert_eq!(ledger[0].request_id, "ar-1");
+    assert_eq!(ledger[0].decision, "denied");
+    assert_eq!(ledger[0].decided_by.as_deref(), Some("auto_reviewer"));
+    assert_eq!(ledger[0].tier.as_deref(), Some("hard"));
+    assert_eq!(ledger[0].latency_ms, Some(51));
+    assert_eq!(ledger[1].decision, "allowed");
+    assert_eq!(ledger[1].decided_by.as_deref(), Some("human"));
+    let events = s.events(run.id).unwrap();
+    assert_eq!(
+        phoneagent_store::approval_reviews_from_events(&events),
+        rows
+    );
+    assert_eq!(s.rebuild_approval_ledger(run.id).unwrap(), 2);
+    assert_eq!(s.approval_ledger(Some(run.id), 10).unwrap(), ledger);
+}

@@ -1,0 +1,328 @@
+//! Approve-for-me in the loop (SPEC AR1–AR8).
+//!
+//! When the gate answers `NeedsApproval { route: AutoReviewer }`, [`Run::approve_for_me`] hands
+//! the request to the [`AutoReview`] engine and carries out its decision:
+//! * allow → the call runs (the allow reason, when enabled, is fed to the next planning turn);
+//! * deny → not run; the denial reason with the no-detour instruction is the tool result;
+//! * delegate (policy `human`, a gate, a failure) → the normal human approval path;
+//! * stop → the denial is recorded and returned, then the run ends with
+//!   `termination_code = "approval_breaker"` and the breaker's reason.
+//!
+//! Every request ends in exactly one `approval_review` event (the ledger row, SPEC AR8), after
+//! the `gate_decision` events and, when delegated, after the human's `human_resolved`.
+
+use std::time::Instant;
+
+use phoneagent_llm::config::Role;
+use phoneagent_llm::ledger::CallKind;
+use phoneagent_protocol::event::{DecidedBy, GateOutcome, HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, Phase, RiskTier, RunStatus};
+use phoneagent_review::auto::{
+    ApprovalInput, ArgumentsInput, AutoAction, AutoReview, AutoReviewConfig, AutoReviewError,
+    AutoReviewHandle, ReviewerRoute,
+};
+
+use super::{Agent, Flow, ModelRoute, Obs, Run};
+use crate::adapters;
+use crate::approver::HumanRequest;
+use crate::config::Lang;
+use crate::now_ms;
+
+/// The approve-for-me engine of an agent and the reviewer route (for token accounting).
+pub(crate) struct ApproveForMe {
+    engine: AutoReview,
+    route: Option<ModelRoute>,
+}
+
+impl ApproveForMe {
+    /// Defaults and no reviewer model: every `ai` request is a reviewer failure, which by
+    /// default goes to the human.
+    pub(crate) fn unconfigured() -> Self {
+        Self {
+            engine: AutoReview::unconfigured(),
+            route: None,
+        }
+    }
+
+    fn new(cfg: AutoReviewConfig, route: Option<ModelRoute>) -> Result<Self, AutoReviewError> {
+        let reviewer = route.as_ref().map(|r| ReviewerRoute {
+            client: r.client.clone(),
+            profile: r.profile_name.clone(),
+            model: r.profile.model.clone(),
+        });
+        Ok(Self {
+            engine: AutoReview::new(cfg, reviewer)?,
+            route,
+        })
+    }
+}
+
+impl Agent {
+    /// Configure the approve-for-me mode (SPEC AR1–AR8): the policy/gate configuration and the
+    /// `auto_reviewer` model route (None → every `ai` request goes to `on_reviewer_failure`,
+    /// by default the human). Only used when the access mode is `approve-for-me`.
+    ///
+    /// # Errors
+    /// [`AutoReviewError::Rule`] when a rule's regex does not compile.
+    pub fn with_approve_for_me(
+        mut self,
+        config: AutoReviewConfig,
+        reviewer: Option<ModelRoute>,
+    ) -> Result<Self, AutoReviewError> {
+        self.approve_for_me = ApproveForMe::new(config, reviewer)?;
+        Ok(self)
+    }
+
+    /// The handle front ends use while a run is going: live budget/breaker status
+    /// ([`AutoReviewHandle::status`]) and the one-time override of the n-th most recent denial
+    /// ([`AutoReviewHandle::grant_override`], SPEC AR7). Cheap to clone; in memory only.
+    pub fn approve_for_me_handle(&self) -> AutoReviewHandle {
+        self.approve_for_me.engine.handle()
+    }
+}
+
+fn safety_lang(l: Lang) -> phoneagent_safety::Lang {
+    match l {
+        Lang::En => phoneagent_safety::Lang::En,
+        Lang::Zh => phoneagent_safety::Lang::Zh,
+    }
+}
+
+/// The arguments of an action as the reviewer sees them (before redaction): the action kind's
+/// fields plus the model's target description and flags. Coordinates are model-space.
+fn action_arguments(action: &Action) -> serde_json::Value {
+    let mut v = serde_json::to_value(&action.kind).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(m) = &mut v {
+        if let Some(t) = &action.target_description {
+            m.insert("target_description".into(), t.clone().into());
+        }
+        if action.sensitive {
+            m.insert("sensitive".into(), true.into());
+        }
+        if action.confirm_irreversible {
+            m.insert("confirm_irreversible".into(), true.into());
+        }
+    }
+    v
+}
+
+impl Run<'_> {
+    /// The approve-for-me hook (SPEC AR1): `None` = run the call, `Some(flow)` = return it.
+    pub(super) async fn approve_for_me(
+        &mut self,
+        action: &Action,
+        obs: &Obs,
+        tier: RiskTier,
+        reasons: Vec<String>,
+        target: String,
+        t0: Instant,
+    ) -> Option<Flow> {
+        self.emit_gate(
+            action,
+            tier,
+            reasons.clone(),
+            GateOutcome::NeedsApproval,
+            DecidedBy::Rule,
+            t0,
+            None,
+        );
+        let agent: &Agent = self.agent;
+        let afm = &agent.approve_for_me;
+        if afm.engine.begin_run(&self.bus_run_id())
+            && let Some(fb) = afm.route.as_ref().and_then(|r| r.fallback.as_ref())
+        {
+            // The reviewer's role fell back along its chain (SPEC M2): audited once per run.
+            self.bus.emit(AgentEvent::ModelFallback {
+                role: fb.role.as_str().into(),
+                requested: fb.from_profile.clone(),
+                used: fb.to_profile.clone(),
+                reason: fb.reason.clone(),
+            });
+        }
+        let image_policy = afm
+            .route
+            .as_ref()
+            .map_or(&agent.parts.actor.profile.image, |r| &r.profile.image);
+        let screenshot = adapters::prepare(&obs.shot, image_policy)
+            .ok()
+            .map(|p| p.data_url);
+        let recent_steps = self
+            .memory
+            .turns()
+            .iter()
+            .map(|t| {
+                format!(
+                    "step {}: {} → {}{}",
+                    t.step,
+                    t.action,
+                    t.result,
+                    if t.rejected { " (not executed)" } else { "" }
+                )
+            })
+            .collect();
+        let input = ApprovalInput {
+            task: self.task.clone(),
+            tool: action.kind.name().into(),
+            target: target.clone(),
+            arguments: ArgumentsInput::Json(action_arguments(action)),
+            model_reason: action.reason.clone(),
+            screen_description: action.screen_description.clone(),
+            recent_steps,
+            screenshot,
+            tier,
+            reasons: reasons.clone(),
+        };
+        let request_id = format!("ar-{}", uuid::Uuid::new_v4());
+        let lang = self.cfg().lang;
+        let d = afm
+            .engine
+            .decide(&request_id, &input, safety_lang(lang), &self.cancel)
+            .await;
+        if let (Some(call), Some(route)) = (&d.call, afm.route.as_ref()) {
+            if let Some(resp) = &call.response {
+                self.account(Role::AutoReviewer, CallKind::AutoReviewer, route, Ok(resp));
+            } else if let Some(e) = &call.error {
+                self.account(
+                    Role::AutoReviewer,
+                    CallKind::AutoReviewer,
+                    route,
+                    Err((e, call.elapsed)),
+                );
+            }
+        }
+        let mut rec = d.record;
+        match d.action {
+            AutoAction::Allow => {
+                self.emit_gate(
+                    action,
+                    tier,
+                    reasons,
+                    GateOutcome::Approved,
+                    rec.decided_by,
+                    t0,
+                    None,
+                );
+                self.bus.emit(AgentEvent::ApprovalReview(rec));
+                if let Some(f) = d.feedback {
+                    self.feedback.push(f);
+                }
+                None
+            }
+            AutoAction::Deny | AutoAction::StopRun => {
+                let text = d.feedback.unwrap_or_else(|| rec.reason.clone());
+                self.emit_gate(
+                    action,
+                    tier,
+                    reasons,
+                    GateOutcome::Rejected,
+                    rec.decided_by,
+                    t0,
+                    Some(text.clone()),
+                );
+                let stop = (d.action == AutoAction::StopRun).then(|| rec.reason.clone());
+                self.bus.emit(AgentEvent::ApprovalReview(rec));
+                self.reject_turn(action, text);
+                Some(match stop {
+                    Some(reason) => Self::end(RunStatus::Failed, "approval_breaker", reason),
+                    None => Flow::Continue,
+                })
+            }
+            AutoAction::Delegate => {
+                let mut detail =
+                    adapters::receipt(action, &self.task, lang, adapters::ReceiptFor::Gate);
+                detail.push_str(&match lang {
+                    Lang::En => format!("\n\nApprove-for-me handed this to you: {}", rec.reason),
+                    Lang::Zh => format!("\n\n替我审批将此请求交给你：{}", rec.reason),
+                });
+                let (human_id, resp) = self
+                    .ask_approval(
+                        HumanRequestKind::Approval {
+                            tool: action.kind.name().into(),
+                            target,
+                            tier,
+                            reasons: reasons.clone(),
+                        },
+                        detail,
+                    )
+                    .await;
+                rec.human_request_id = Some(human_id);
+                rec.decided_by = DecidedBy::Human;
+                rec.latency_ms = t0.elapsed().as_millis() as u64;
+                if self.cancel.is_cancelled() {
+                    rec.outcome = ApprovalOutcome::Denied;
+                    self.bus.emit(AgentEvent::ApprovalReview(rec));
+                    return Some(self.cancelled_flow());
+                }
+                if resp == HumanResponse::Approve {
+                    rec.outcome = ApprovalOutcome::Allowed;
+                    self.emit_gate(
+                        action,
+                        tier,
+                        reasons,
+                        GateOutcome::Approved,
+                        DecidedBy::Human,
+                        t0,
+                        None,
+                    );
+                    self.bus.emit(AgentEvent::ApprovalReview(rec));
+                    None
+                } else {
+                    let note = match resp {
+                        HumanResponse::Reject { note: Some(n) } => format!(" ({n})"),
+                        _ => String::new(),
+                    };
+                    rec.outcome = ApprovalOutcome::Denied;
+                    rec.reason = format!("{} — rejected by the user{note}", rec.reason);
+                    self.emit_gate(
+                        action,
+                        tier,
+                        reasons,
+                        GateOutcome::Rejected,
+                        DecidedBy::Human,
+                        t0,
+                        None,
+                    );
+                    self.bus.emit(AgentEvent::ApprovalReview(rec));
+                    self.reject_turn(
+                        action,
+                        format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
+                    );
+                    Some(Flow::Continue)
+                }
+            }
+        }
+    }
+
+    /// The human approval path for a delegated request: the same events and approver as
+    /// `hard` mode, returning the request id for the ledger.
+    async fn ask_approval(
+        &mut self,
+        kind: HumanRequestKind,
+        detail: String,
+    ) -> (String, HumanResponse) {
+        self.set_phase(Phase::AwaitingHuman);
+        let id = uuid::Uuid::new_v4().to_string();
+        let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
+        self.bus.emit(AgentEvent::HumanRequested {
+            request_id: id.clone(),
+            request: kind.clone(),
+            expires_at_ms: expires,
+        });
+        let req = HumanRequest {
+            id: id.clone(),
+            kind,
+            expires_at_ms: expires,
+            task: self.task.clone(),
+            detail,
+        };
+        let t0 = Instant::now();
+        let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
+        self.bus.emit(AgentEvent::HumanResolved {
+            request_id: id.clone(),
+            response: resp.clone(),
+            decided_by: DecidedBy::Human,
+            latency_ms: t0.elapsed().as_millis() as u64,
+        });
+        (id, resp)
+    }
+}

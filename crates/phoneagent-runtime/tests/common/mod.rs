@@ -1,0 +1,259 @@
+//! Shared setup of the runtime's end-to-end tests: the virtual phone over the ADB protocol and
+//! the scripted model over OpenAI-compatible HTTP, both on loopback, with the real SQLite store.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_llm::config::{ActionProtocol, Profile};
+use phoneagent_llm::{ChatClient, ClientConfig, RetryPolicy};
+use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{AccessMode, AgentEvent, CoordinateSpace, EventEnvelope, RiskTier};
+use phoneagent_review::auto::AutoReviewConfig;
+use phoneagent_runtime::store_recorder::StoreRecorder;
+use phoneagent_runtime::{
+    Agent, AgentConfig, AgentParts, Approver, ModelRoute, PendingApprovals, RunOutcome,
+};
+use phoneagent_sim::{Faults, GroundTruth, SimConfig, SimServer};
+use phoneagent_store::Store;
+use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
+use tokio_util::sync::CancellationToken;
+
+pub struct Harness {
+    pub sim: SimServer,
+    pub serial: String,
+    pub model: ScriptedModel,
+    pub store: Store,
+    pub approvals: PendingApprovals,
+    pub agent: Arc<Agent>,
+    pub events: tokio::sync::broadcast::Receiver<EventEnvelope>,
+}
+
+pub struct Opts {
+    pub mode: AccessMode,
+    pub protocol: ActionProtocol,
+    pub verifier: bool,
+    pub reviewer: bool,
+    pub max_steps: u32,
+    pub faults: Option<Faults>,
+    pub scenario: Option<&'static str>,
+    /// Approve-for-me configuration (applied in that mode; default config when None).
+    pub auto_review: Option<AutoReviewConfig>,
+    /// Where the auto-reviewer model is.
+    pub auto_reviewer: AutoReviewerAt,
+}
+
+/// Where the approve-for-me reviewer model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoReviewerAt {
+    /// The same scripted model server (queue `auto_reviewer`).
+    Scripted,
+    /// A loopback port nobody listens on (connection refused: an outage).
+    Refused,
+    /// No reviewer model configured.
+    Missing,
+    /// The scripted server, through a models.json profile whose key is in this OS-keyring
+    /// entry (resolved by `KeyStore`, as the product does).
+    KeyringEntry(&'static str),
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Self {
+            mode: AccessMode::Wary,
+            protocol: ActionProtocol::Do,
+            verifier: true,
+            reviewer: false,
+            max_steps: 20,
+            faults: None,
+            scenario: None,
+            auto_review: None,
+            auto_reviewer: AutoReviewerAt::Scripted,
+        }
+    }
+}
+
+pub fn route(base_url: &str, name: &str, protocol: ActionProtocol) -> ModelRoute {
+    let mut profile = Profile::new(base_url, "scripted-model");
+    profile.coordinate_space = CoordinateSpace::Relative0999;
+    profile.protocol = protocol;
+    let mut cfg = ClientConfig::new(base_url, "scripted-model");
+    cfg.timeout_ms = 20_000;
+    cfg.retry = RetryPolicy {
+        max_retries: 2,
+        ..RetryPolicy::default()
+    };
+    let client = ChatClient::new(cfg).expect("client");
+    ModelRoute {
+        client: Arc::new(client),
+        profile_name: name.into(),
+        profile,
+        fallback: None,
+    }
+}
+
+impl Harness {
+    pub async fn new(script: &str, opts: Opts) -> Self {
+        let sim = SimServer::start(SimConfig::default(), 0)
+            .await
+            .expect("sim");
+        let serial = sim.serials().into_iter().next().expect("serial");
+        if let Some(f) = opts.faults.clone() {
+            sim.phone(&serial).unwrap().set_faults(f);
+        }
+        if let Some(s) = opts.scenario {
+            sim.phone(&serial).unwrap().reset(s).unwrap();
+        }
+        let model = ScriptedModel::start(ScriptedModelConfig {
+            script: Script::parse_jsonl(script).expect("script"),
+            space: CoordinateSpace::Relative0999,
+            sim: Some(SimTarget {
+                port: sim.port(),
+                serial: Some(serial.clone()),
+            }),
+            ..ScriptedModelConfig::default()
+        })
+        .await
+        .expect("model");
+        let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port())).unwrap();
+        let device: Arc<dyn Device> = Arc::new(
+            AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default())
+                .await
+                .expect("device"),
+        );
+        let store = Store::open_in_memory().expect("store");
+        let approvals = PendingApprovals::new();
+        let base = model.base_url();
+        let agent = Agent::new(
+            AgentParts {
+                device,
+                actor: route(&base, "test-actor", opts.protocol),
+                verifier: opts
+                    .verifier
+                    .then(|| route(&base, "test-verifier", ActionProtocol::Do)),
+                safety_reviewer: opts
+                    .reviewer
+                    .then(|| route(&base, "test-reviewer", ActionProtocol::Do)),
+                approver: Arc::new(approvals.clone()) as Arc<dyn Approver>,
+                recorder: Arc::new(StoreRecorder::new(store.clone())),
+                calibration_cache: None,
+            },
+            AgentConfig {
+                mode: opts.mode,
+                max_steps: opts.max_steps,
+                settle_ms: 250,
+                ..AgentConfig::default()
+            },
+        );
+        let auto_route = match opts.auto_reviewer {
+            AutoReviewerAt::Scripted => {
+                Some(route(&base, "test-auto-reviewer", ActionProtocol::Do))
+            }
+            AutoReviewerAt::Refused => {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                let port = l.local_addr().unwrap().port();
+                drop(l);
+                Some(route(
+                    &format!("http://127.0.0.1:{port}/v1"),
+                    "test-auto-reviewer",
+                    ActionProtocol::Do,
+                ))
+            }
+            AutoReviewerAt::Missing => None,
+            AutoReviewerAt::KeyringEntry(entry) => {
+                let json = serde_json::json!({
+                    "profiles": {"keyed": {"base_url": base, "model": "scripted-model",
+                        "keyring_entry": entry, "protocol": "do",
+                        "coordinate_space": "relative_0_999"}},
+                    "roles": {"actor": {"model": "keyed"}, "auto_reviewer": {"model": "keyed"}}
+                });
+                let cfg = phoneagent_llm::config::ModelsConfig::from_json(
+                    &json.to_string(),
+                    std::path::Path::new("models.json"),
+                )
+                .unwrap();
+                match cfg
+                    .resolve(
+                        phoneagent_llm::config::Role::AutoReviewer,
+                        &phoneagent_llm::KeyStore::new(),
+                    )
+                    .unwrap()
+                {
+                    phoneagent_llm::config::RoleResolution::Resolved(m) => {
+                        assert!(m.api_key.is_some(), "the key comes from the keyring");
+                        Some(ModelRoute::from_resolved(&m).unwrap())
+                    }
+                    other => panic!("auto_reviewer unavailable: {other:?}"),
+                }
+            }
+        };
+        let agent = Arc::new(
+            agent
+                .with_approve_for_me(opts.auto_review.clone().unwrap_or_default(), auto_route)
+                .expect("approve-for-me config"),
+        );
+        let events = agent.subscribe();
+        Self {
+            sim,
+            serial,
+            model,
+            store,
+            approvals,
+            agent,
+            events,
+        }
+    }
+
+    pub fn truth(&self) -> GroundTruth {
+        self.sim.phone(&self.serial).unwrap().ground_truth()
+    }
+
+    pub async fn run(&self, task: &str) -> RunOutcome {
+        tokio::time::timeout(
+            Duration::from_secs(120),
+            self.agent.run(task, CancellationToken::new()),
+        )
+        .await
+        .expect("run finished in time")
+        .expect("run started")
+    }
+
+    pub fn drain(&mut self) -> Vec<AgentEvent> {
+        let mut v = Vec::new();
+        while let Ok(e) = self.events.try_recv() {
+            v.push(e.event);
+        }
+        v
+    }
+
+    /// Answer every human request with `f` until the run ends.
+    pub fn answer_with(
+        &self,
+        f: impl Fn(&HumanRequestKind) -> HumanResponse + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let approvals = self.approvals.clone();
+        tokio::spawn(async move {
+            loop {
+                let req = approvals.next_pending().await;
+                let _ = approvals.answer(&req.id, f(&req.kind));
+            }
+        })
+    }
+}
+
+pub fn gate_decisions(events: &[AgentEvent]) -> Vec<(String, RiskTier, GateOutcome)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::GateDecision {
+                tool,
+                tier,
+                outcome,
+                ..
+            } => Some((tool.clone(), *tier, *outcome)),
+            _ => None,
+        })
+        .collect()
+}
