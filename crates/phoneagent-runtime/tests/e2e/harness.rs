@@ -1,0 +1,230 @@
+//! The shared setup of the runtime's end-to-end tests: the virtual phone over the ADB protocol
+//! and the scripted model over OpenAI-compatible HTTP, both in-process on loopback, with the
+//! real SQLite store (in memory).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_llm::config::{ActionProtocol, Profile};
+use phoneagent_llm::{ChatClient, ClientConfig, RetryPolicy};
+use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{AccessMode, AgentEvent, CoordinateSpace, EventEnvelope, RiskTier};
+use phoneagent_runtime::store_recorder::StoreRecorder;
+use phoneagent_runtime::{
+    Agent, AgentConfig, AgentParts, Approver, ModelRoute, PendingApprovals, RunOutcome,
+};
+use phoneagent_sim::{Faults, GroundTruth, SimConfig, SimServer};
+use phoneagent_store::Store;
+use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
+use tokio_util::sync::CancellationToken;
+
+pub struct Harness {
+    pub sim: SimServer,
+    pub serial: String,
+    pub model: ScriptedModel,
+    pub store: Store,
+    pub approvals: PendingApprovals,
+    pub agent: Arc<Agent>,
+    pub events: tokio::sync::broadcast::Receiver<EventEnvelope>,
+}
+
+/// The demo's "buy the first product" script.
+pub const BUY: &str = include_str!("../../../phoneagent-cli/demo/buy.jsonl");
+/// The demo's "draft a mail, don't send it" script.
+pub const DRAFT: &str = include_str!("../../../phoneagent-cli/demo/draft-mail.jsonl");
+
+pub struct Opts {
+    pub mode: AccessMode,
+    pub protocol: ActionProtocol,
+    pub verifier: bool,
+    pub reviewer: bool,
+    pub max_steps: u32,
+    pub faults: Option<Faults>,
+    pub scenario: Option<&'static str>,
+    /// Point the safety reviewer at this base URL instead of the scripted model (unreachable
+    /// and failing endpoints); its client has a 2 s timeout and no retries.
+    pub reviewer_url: Option<String>,
+    /// Last word on the agent's configuration.
+    pub config: fn(&mut AgentConfig),
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Self {
+            mode: AccessMode::Wary,
+            protocol: ActionProtocol::Do,
+            verifier: true,
+            reviewer: false,
+            max_steps: 20,
+            faults: None,
+            scenario: None,
+            reviewer_url: None,
+            config: |_| {},
+        }
+    }
+}
+
+pub fn route(base_url: &str, name: &str, protocol: ActionProtocol) -> ModelRoute {
+    let mut profile = Profile::new(base_url, "scripted-model");
+    profile.coordinate_space = CoordinateSpace::Relative0999;
+    profile.protocol = protocol;
+    let mut cfg = ClientConfig::new(base_url, "scripted-model");
+    cfg.timeout_ms = 20_000;
+    cfg.retry = RetryPolicy {
+        max_retries: 2,
+        ..RetryPolicy::default()
+    };
+    let client = ChatClient::new(cfg).expect("client");
+    ModelRoute {
+        client: Arc::new(client),
+        profile_name: name.into(),
+        profile,
+        fallback: None,
+    }
+}
+
+/// A route to an endpoint that is expected to fail: 2 s timeout, no retries.
+pub fn failing_route(base_url: &str) -> ModelRoute {
+    let mut profile = Profile::new(base_url, "scripted-model");
+    profile.coordinate_space = CoordinateSpace::Relative0999;
+    let mut cfg = ClientConfig::new(base_url, "scripted-model");
+    cfg.timeout_ms = 2_000;
+    cfg.retry = RetryPolicy {
+        max_retries: 0,
+        ..RetryPolicy::default()
+    };
+    ModelRoute {
+        client: Arc::new(ChatClient::new(cfg).expect("client")),
+        profile_name: "test-reviewer".into(),
+        profile,
+        fallback: None,
+    }
+}
+
+impl Harness {
+    pub async fn new(script: &str, opts: Opts) -> Self {
+        let sim = SimServer::start(SimConfig::default(), 0)
+            .await
+            .expect("sim");
+        let serial = sim.serials().into_iter().next().expect("serial");
+        let model = ScriptedModel::start(ScriptedModelConfig {
+            script: Script::parse_jsonl(script).expect("script"),
+            space: CoordinateSpace::Relative0999,
+            sim: Some(SimTarget {
+                port: sim.port(),
+                serial: Some(serial.clone()),
+            }),
+            ..ScriptedModelConfig::default()
+        })
+        .await
+        .expect("model");
+        let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port())).unwrap();
+        let device: Arc<dyn Device> = Arc::new(
+            AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default())
+                .await
+                .expect("device"),
+        );
+        // Faults and the starting screen last, so timed faults (a dialog N ms after the screen
+        // opens) start as close as possible to the run, even on a loaded machine.
+        // (A reset clears the faults, so the screen comes first.)
+        if let Some(s) = opts.scenario {
+            sim.phone(&serial).unwrap().reset(s).unwrap();
+        }
+        if let Some(f) = opts.faults.clone() {
+            sim.phone(&serial).unwrap().set_faults(f);
+        }
+        let store = Store::open_in_memory().expect("store");
+        let approvals = PendingApprovals::new();
+        let base = model.base_url();
+        let agent = Arc::new(Agent::new(
+            AgentParts {
+                device,
+                actor: route(&base, "test-actor", opts.protocol),
+                verifier: opts
+                    .verifier
+                    .then(|| route(&base, "test-verifier", ActionProtocol::Do)),
+                safety_reviewer: match &opts.reviewer_url {
+                    Some(url) => Some(failing_route(url)),
+                    None => opts
+                        .reviewer
+                        .then(|| route(&base, "test-reviewer", ActionProtocol::Do)),
+                },
+                approver: Arc::new(approvals.clone()) as Arc<dyn Approver>,
+                recorder: Arc::new(StoreRecorder::new(store.clone())),
+                calibration_cache: None,
+            },
+            {
+                let mut c = AgentConfig {
+                    mode: opts.mode,
+                    max_steps: opts.max_steps,
+                    settle_ms: 250,
+                    ..AgentConfig::default()
+                };
+                (opts.config)(&mut c);
+                c
+            },
+        ));
+        let events = agent.subscribe();
+        Self {
+            sim,
+            serial,
+            model,
+            store,
+            approvals,
+            agent,
+            events,
+        }
+    }
+
+    pub fn truth(&self) -> GroundTruth {
+        self.sim.phone(&self.serial).unwrap().ground_truth()
+    }
+
+    pub async fn run(&self, task: &str) -> RunOutcome {
+        tokio::time::timeout(
+            Duration::from_secs(120),
+            self.agent.run(task, CancellationToken::new()),
+        )
+        .await
+        .expect("run finished in time")
+        .expect("run started")
+    }
+
+    pub fn drain(&mut self) -> Vec<AgentEvent> {
+        let mut v = Vec::new();
+        while let Ok(e) = self.events.try_recv() {
+            v.push(e.event);
+        }
+        v
+    }
+
+    /// Answer every human request with `f` until the run ends.
+    pub fn answer_with(
+        &self,
+        f: impl Fn(&HumanRequestKind) -> HumanResponse + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let approvals = self.approvals.clone();
+        tokio::spawn(async move {
+            loop {
+                let req = approvals.next_pending().await;
+                let _ = approvals.answer(&req.id, f(&req.kind));
+            }
+        })
+    }
+}
+
+pub fn gate_decisions(events: &[AgentEvent]) -> Vec<(String, RiskTier, GateOutcome)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::GateDecision {
+                tool,
+                tier,
+                outcome,
+                ..
+            } => Some((tool.clone(), *tier, *outcome)),
+            _ => None,
+        })
+        .collect()
+}
