@@ -42,11 +42,17 @@ pub struct Opts {
     pub max_steps: u32,
     pub faults: Option<Faults>,
     pub scenario: Option<&'static str>,
-    /// Point the safety reviewer at this base URL instead of the scripted model (unreachable
-    /// and failing endpoints); its client has a 2 s timeout and no retries.
+    /// A safety reviewer whose client has a 2 s timeout and no retries, at this base URL (an
+    /// unreachable endpoint), or at the scripted model when empty (its scripted faults).
     pub reviewer_url: Option<String>,
     /// Last word on the agent's configuration.
     pub config: fn(&mut AgentConfig),
+    /// The space the scripted model answers in (placeholders and oracle).
+    pub model_space: CoordinateSpace,
+    /// Oracle mode of the scripted model (calibration probes answered from the image).
+    pub oracle: Option<phoneagent_testkit::OracleConfig>,
+    /// The actor profile's coordinate space (`Auto` = negotiate, SPEC M4).
+    pub actor_space: CoordinateSpace,
 }
 
 impl Default for Opts {
@@ -61,6 +67,9 @@ impl Default for Opts {
             scenario: None,
             reviewer_url: None,
             config: |_| {},
+            model_space: CoordinateSpace::Relative0999,
+            oracle: None,
+            actor_space: CoordinateSpace::Relative0999,
         }
     }
 }
@@ -110,7 +119,8 @@ impl Harness {
         let serial = sim.serials().into_iter().next().expect("serial");
         let model = ScriptedModel::start(ScriptedModelConfig {
             script: Script::parse_jsonl(script).expect("script"),
-            space: CoordinateSpace::Relative0999,
+            space: opts.model_space,
+            oracle: opts.oracle,
             sim: Some(SimTarget {
                 port: sim.port(),
                 serial: Some(serial.clone()),
@@ -140,11 +150,16 @@ impl Harness {
         let agent = Arc::new(Agent::new(
             AgentParts {
                 device,
-                actor: route(&base, "test-actor", opts.protocol),
+                actor: {
+                    let mut r = route(&base, "test-actor", opts.protocol);
+                    r.profile.coordinate_space = opts.actor_space;
+                    r
+                },
                 verifier: opts
                     .verifier
                     .then(|| route(&base, "test-verifier", ActionProtocol::Do)),
                 safety_reviewer: match &opts.reviewer_url {
+                    Some(url) if url.is_empty() => Some(failing_route(&base)),
                     Some(url) => Some(failing_route(url)),
                     None => opts
                         .reviewer

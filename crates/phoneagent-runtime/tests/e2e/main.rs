@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod calibration;
 mod harness;
+mod review;
 mod run;
 mod steps;
