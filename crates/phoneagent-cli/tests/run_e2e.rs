@@ -556,3 +556,159 @@ fn adb_server_gone_mid_run_is_waited_for_then_named_in_the_error() {
         "{msg}"
     );
 }
+
+/// Count of dispatched device commands in a run's events.
+fn dispatched(f: &Finished) -> usize {
+    f.of_kind("action_dispatched").len()
+}
+
+const OPEN_SHOP: &str = r#"
+{"content": "do(action=\"Tap\", element={{center:home.app.shop}}, target_description=\"商城\", reason=\"Open the shop.\")"}
+{"content": "finish(message=\"The shop is open.\")"}
+{"content": "finish(message=\"The shop is open.\", confirm=True)"}
+"#;
+
+#[test]
+fn rate_limited_then_success_honours_retry_after() {
+    let script = format!("{}\n{OPEN_SHOP}", r#"{"status": 429, "retry_after": 1}"#);
+    let s = Setup::start("home", &script);
+    let t0 = Instant::now();
+    let f = run_to_end(s.run_cmd("Open the shop", &["--finish-verify", "off"]));
+    assert_eq!(f.code, Some(0), "{}\n{:?}", f.stderr, f.kinds());
+    assert!(
+        t0.elapsed() >= Duration::from_secs(1),
+        "Retry-After honoured"
+    );
+    assert_eq!(s.truth()["current_screen"], "shop");
+    assert_eq!(dispatched(&f), 1);
+}
+
+#[test]
+fn malformed_answer_then_valid_one_touches_nothing_in_between() {
+    let script = format!(
+        "{}\n{OPEN_SHOP}",
+        r#"{"content": "Sure! ```do(action=\"Tap\", element=[500, 500])```"}"#
+    );
+    let s = Setup::start("home", &script);
+    let f = run_to_end(s.run_cmd("Open the shop", &["--finish-verify", "off"]));
+    assert_eq!(f.code, Some(0), "{}\n{:?}", f.stderr, f.kinds());
+    let rejected = f.of_kind("protocol_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(dispatched(&f), 1, "only the valid tap reached the phone");
+    assert_eq!(s.truth()["touches"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn dialog_between_planning_and_dispatch_cancels_the_stale_tap_with_zero_touches() {
+    // The coupon dialog appears 1.2 s after the product page opens; the first answer takes
+    // 1.5 s, so its tap was planned on a screen without the dialog.
+    let script = r#"
+{"delay_ms": 1500, "content": "do(action=\"Tap\", element={{center:加入购物车}}, target_description=\"加入购物车\", reason=\"Add to cart.\")"}
+{"content": "do(action=\"Tap\", element={{center:关闭}}, target_description=\"关闭\", reason=\"Close the dialog.\")"}
+{"content": "do(action=\"Tap\", element={{center:加入购物车}}, target_description=\"加入购物车\", reason=\"Add to cart.\")"}
+{"content": "finish(message=\"Added.\")"}
+{"content": "finish(message=\"Added.\", confirm=True)"}
+"#;
+    let s = Setup::start("product", script);
+    s.fault(r#"{"dialog_delay_ms":1200}"#);
+    let f = run_to_end(s.run_cmd("Add the product to the cart", &["--finish-verify", "off"]));
+    assert_eq!(f.code, Some(0), "{}\n{:?}", f.stderr, f.kinds());
+    assert!(
+        f.of_kind("freshness")
+            .iter()
+            .any(|e| e["outcome"] == "stale"),
+        "{:?}",
+        f.kinds()
+    );
+    assert_eq!(
+        dispatched(&f),
+        2,
+        "close + add; the stale tap never touched"
+    );
+    assert_eq!(s.truth()["cart"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn black_screen_sends_no_tap_and_asks_a_human() {
+    let s = Setup::start("home", OPEN_SHOP);
+    s.fault(r#"{"black_frames":true}"#);
+    let f = run_to_end(s.run_cmd("Open the shop", &[]));
+    assert_eq!(f.code, Some(1));
+    assert_eq!(f.last()["termination_code"], "screenshot_blocked");
+    let asked = f.of_kind("human_requested");
+    assert!(
+        asked.iter().any(|e| e["request"]["type"] == "take_over"),
+        "{asked:?}"
+    );
+    assert!(s.truth()["touches"].as_array().unwrap().is_empty());
+    assert!(
+        f.of_kind("model_call").is_empty(),
+        "no planning on a black frame"
+    );
+}
+
+#[test]
+fn loop_detector_replans_then_asks_for_a_takeover() {
+    let tap = r#"{"content": "do(action=\"Tap\", element=[500, 5], target_description=\"status bar\", reason=\"Try again.\")"}"#;
+    let script = std::iter::repeat_n(tap, 8).collect::<Vec<_>>().join("\n");
+    let s = Setup::start("home", &script);
+    let f = run_to_end(s.run_cmd("Open the shop", &["--max-steps", "12"]));
+    assert_eq!(f.code, Some(1));
+    assert_eq!(f.last()["termination_code"], "loop_detected");
+    assert!(
+        f.of_kind("recovery")
+            .iter()
+            .any(|e| e["detail"].as_str().unwrap().contains("repeated")),
+        "{:?}",
+        f.kinds()
+    );
+    assert!(
+        f.of_kind("human_requested")
+            .iter()
+            .any(|e| e["request"]["type"] == "take_over")
+    );
+}
+
+#[test]
+fn ctrl_c_mid_model_call_cancels_within_a_second() {
+    let script = r#"
+{"content": "do(action=\"Tap\", element={{center:home.app.shop}}, target_description=\"商城\", reason=\"Open the shop.\")"}
+{"delay_ms": 60000, "content": "do(action=\"Back\", reason=\"never answered\")"}
+"#;
+    let s = Setup::start("home", script);
+    let mut child = s
+        .run_cmd("Open the first product in the shop", &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut child = Proc(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut events = Vec::new();
+    loop {
+        let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let second_plan = v["kind"] == "phase" && v["phase"] == "planning" && v["step"] == 2;
+        events.push(v);
+        if second_plan {
+            break;
+        }
+    }
+    let t0 = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    for l in lines {
+        events.push(serde_json::from_str(&l.unwrap()).unwrap());
+    }
+    let status = child.0.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(1));
+    let end = events.last().unwrap();
+    assert_eq!(end["kind"], "run_finished", "{end}");
+    assert_eq!(end["status"], "cancelled");
+    assert_eq!(s.truth()["touches"].as_array().unwrap().len(), 1);
+    assert_eq!(s.runs()[0]["status"], "cancelled");
+}
