@@ -39,6 +39,7 @@ fn main() {
         "answer_request",
         "start_run",
         "stop_run",
+        "pause_run",
         "active_run",
         "recent_tasks",
         "get_settings",

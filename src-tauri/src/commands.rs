@@ -1,5 +1,7 @@
 //! The `#[tauri::command]`s: one-line adapters over [`AppState`] (SPEC U7). Each returns
-//! `Result<T, AppError>`; the webview sees errors as `{code, message}`.
+//! `Result<T, AppError>`; the webview sees errors as `{code, message}`. Commands that read the
+//! store are `async` so they run on the async runtime, never on the main thread (on Linux the
+//! webview's UI thread: a slow export or many thumbnails would freeze the window).
 
 use std::sync::Arc;
 
@@ -124,6 +126,12 @@ pub fn stop_run(state: S<'_>) -> AppResult<()> {
     state.stop_run()
 }
 
+/// Pause (`paused = true`) or resume the running task (U2).
+#[tauri::command]
+pub fn pause_run(state: S<'_>, paused: bool) -> AppResult<()> {
+    state.set_paused(paused)
+}
+
 /// Id of the running task ("" while it starts), or null.
 #[tauri::command]
 pub fn active_run(state: S<'_>) -> Option<String> {
@@ -131,19 +139,19 @@ pub fn active_run(state: S<'_>) -> Option<String> {
 }
 
 /// Recent tasks, newest first.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn recent_tasks(state: S<'_>) -> AppResult<Vec<String>> {
     state.recent_tasks()
 }
 
 /// The settings (no keys in them).
-#[tauri::command]
+#[tauri::command(async)]
 pub fn get_settings(state: S<'_>) -> AppResult<AppSettings> {
     state.settings()
 }
 
 /// Validate and save the settings.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn save_settings(state: S<'_>, settings: AppSettings) -> AppResult<()> {
     state.save_settings(&settings)
 }
@@ -167,31 +175,31 @@ pub async fn delete_api_key(state: S<'_>, entry: String) -> AppResult<bool> {
 }
 
 /// Past runs (U6).
-#[tauri::command]
+#[tauri::command(async)]
 pub fn list_runs(state: S<'_>, limit: u32) -> AppResult<Vec<RunSummary>> {
     state.list_runs(limit as usize)
 }
 
 /// Recorded events of a run.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn run_events(state: S<'_>, run_id: String) -> AppResult<Vec<EventEnvelope>> {
     state.run_events(&run_id)
 }
 
 /// A stored screenshot as a data URL.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn get_screenshot(state: S<'_>, sha256: String) -> AppResult<String> {
     state.screenshot(&sha256)
 }
 
 /// The approval ledger of a run.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn run_ledger(state: S<'_>, run_id: String) -> AppResult<Vec<LedgerRow>> {
     state.ledger(&run_id)
 }
 
 /// Export a run as `json` or `html`.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn export_run(state: S<'_>, run_id: String, format: String) -> AppResult<ExportResult> {
     state.export(&run_id, &format)
 }
@@ -211,6 +219,7 @@ pub const COMMANDS: &[&str] = &[
     "answer_request",
     "start_run",
     "stop_run",
+    "pause_run",
     "active_run",
     "recent_tasks",
     "get_settings",

@@ -88,6 +88,7 @@ pub fn run() {
             commands::answer_request,
             commands::start_run,
             commands::stop_run,
+            commands::pause_run,
             commands::active_run,
             commands::recent_tasks,
             commands::get_settings,

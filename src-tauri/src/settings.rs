@@ -100,7 +100,7 @@ pub struct RoleProfiles {
     pub verifier: String,
     /// The reversibility reviewer (S7); empty → falls back to the verifier, then the actor.
     pub safety_reviewer: String,
-    /// The approve-for-me reviewer (AR1); kept for when that mode lands.
+    /// The approve-for-me reviewer (AR1); empty → falls back like the safety reviewer.
     pub auto_reviewer: String,
 }
 
@@ -288,15 +288,13 @@ impl AppSettings {
     }
 }
 
-/// Parse an access mode the picker offers (SPEC S1); approve-for-me is not offered yet.
+/// Parse an access mode the picker offers (SPEC S1, AR1): `off`, `wary`, `hard`, `reviewer`,
+/// `approve-for-me`.
+///
+/// # Errors
+/// `invalid_input` naming the accepted values.
 pub fn parse_mode(s: &str) -> AppResult<AccessMode> {
-    match s.parse::<AccessMode>() {
-        Ok(AccessMode::ApproveForMe) => Err(AppError::invalid(
-            "approve-for-me is not available yet: pick off, wary, hard or reviewer",
-        )),
-        Ok(m) => Ok(m),
-        Err(e) => Err(AppError::invalid(e)),
-    }
+    s.parse::<AccessMode>().map_err(AppError::invalid)
 }
 
 #[cfg(test)]
@@ -327,7 +325,11 @@ mod tests {
         let mut s = AppSettings::default();
         s.profiles[0].key_entry = "bad name".into();
         assert!(s.validate().is_err());
-        assert!(parse_mode("approve-for-me").is_err());
+        assert_eq!(
+            parse_mode("approve-for-me").unwrap(),
+            AccessMode::ApproveForMe
+        );
+        assert!(parse_mode("yolo").is_err());
         assert_eq!(parse_mode("hard").unwrap(), AccessMode::Hard);
     }
 }

@@ -12,7 +12,8 @@ use phoneagent_device::{
 };
 use phoneagent_llm::{ApiKey, KeyStore, ModelsConfig, Role, RoleResolution};
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
-use phoneagent_protocol::{AgentEvent, DevicePoint, EventEnvelope};
+use phoneagent_protocol::{AccessMode, AgentEvent, DevicePoint, EventEnvelope};
+use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
     Agent, AgentConfig, AgentParts, HumanRequest, Lang, ModelRoute, PendingApprovals,
@@ -46,9 +47,19 @@ pub trait UiSink: Send + Sync + 'static {
     fn run_ended(&self, ended: &RunEnded);
 }
 
+/// The model routes of one run, per role (SPEC M2).
+struct Routes {
+    actor: ModelRoute,
+    verifier: Option<ModelRoute>,
+    safety_reviewer: Option<ModelRoute>,
+    auto_reviewer: Option<ModelRoute>,
+}
+
 struct ActiveRun {
     run_id: Option<String>,
     cancel: CancellationToken,
+    /// Pause/resume of this run's agent (set once the agent exists).
+    pause: Option<phoneagent_runtime::control::PauseHandle>,
 }
 
 /// The app's managed state.
@@ -494,13 +505,14 @@ impl AppState {
     async fn routes(
         &self,
         cfg: ModelsConfig,
-    ) -> AppResult<(ModelRoute, Option<ModelRoute>, Option<ModelRoute>)> {
+    ) -> AppResult<Routes> {
         let keys = self.keys.clone();
         let resolved = tokio::task::spawn_blocking(move || {
             let actor = cfg.resolve(Role::Actor, &keys)?;
             let verifier = cfg.resolve(Role::Verifier, &keys)?;
             let reviewer = cfg.resolve(Role::SafetyReviewer, &keys)?;
-            Ok::<_, phoneagent_llm::LlmError>((actor, verifier, reviewer))
+            let auto_reviewer = cfg.resolve(Role::AutoReviewer, &keys)?;
+            Ok::<_, phoneagent_llm::LlmError>((actor, verifier, reviewer, auto_reviewer))
         })
         .await
         .map_err(|e| AppError::internal(format!("model setup task failed: {e}")))??;
@@ -516,7 +528,12 @@ impl AppState {
                 "no planner model: add a profile in Settings and pick it",
             )
         })?;
-        Ok((actor, route(&resolved.1)?, route(&resolved.2)?))
+        Ok(Routes {
+            actor,
+            verifier: route(&resolved.1)?,
+            safety_reviewer: route(&resolved.2)?,
+            auto_reviewer: route(&resolved.3)?,
+        })
     }
 
     /// Start a run on the selected phone. Events go to `sink` as they happen; the run ends
@@ -560,8 +577,12 @@ impl AppState {
         }
         let sel = self.selected()?;
         let device = Arc::new(self.open_selected().await?);
-        let (actor, verifier, safety_reviewer) =
-            self.routes(settings.models_config(&actor_name)?).await?;
+        let Routes {
+            actor,
+            verifier,
+            safety_reviewer,
+            auto_reviewer,
+        } = self.routes(settings.models_config(&actor_name)?).await?;
         let config = AgentConfig {
             max_steps: req.max_steps,
             max_duration: Duration::from_secs(settings.max_duration_secs),
@@ -596,10 +617,25 @@ impl AppState {
             *run = Some(ActiveRun {
                 run_id: None,
                 cancel: cancel.clone(),
+                pause: None,
             });
         }
         self.remember_task(&task);
-        let agent = Arc::new(Agent::new(parts, config));
+        let mut agent = Agent::new(parts, config);
+        if mode == AccessMode::ApproveForMe {
+            // SPEC AR1: the policy table, rules and gate options from `approval-policy.toml`
+            // (or `.json`) next to the database, else the defaults; reviewer = `auto_reviewer`.
+            let dir = self.db_path.parent().unwrap_or(std::path::Path::new("."));
+            let (policy, _source) = AutoReviewConfig::load_from_dir(dir)
+                .map_err(|e| AppError::invalid(e.to_string()))?;
+            agent = agent
+                .with_approve_for_me(policy, auto_reviewer)
+                .map_err(|e| AppError::invalid(e.to_string()))?;
+        }
+        let agent = Arc::new(agent);
+        if let Some(r) = lock(&self.run).as_mut() {
+            r.pause = Some(agent.pause_handle());
+        }
         let mut rx = agent.subscribe();
         let this = self.clone();
         let fwd_sink = sink.clone();
@@ -675,6 +711,25 @@ impl AppState {
         match lock(&self.run).as_ref() {
             Some(r) => {
                 r.cancel.cancel();
+                Ok(())
+            }
+            None => Err(AppError::new("not_running", "no task is running")),
+        }
+    }
+
+    /// Pause (`true`) or resume (`false`) the running task (U2): a paused agent finishes the
+    /// device command in flight, sends no further ones and keeps its state until resumed.
+    ///
+    /// # Errors
+    /// `not_running` when no task is running.
+    pub fn set_paused(&self, paused: bool) -> AppResult<()> {
+        match lock(&self.run).as_ref().and_then(|r| r.pause.clone()) {
+            Some(p) if paused => {
+                p.pause();
+                Ok(())
+            }
+            Some(p) => {
+                p.resume();
                 Ok(())
             }
             None => Err(AppError::new("not_running", "no task is running")),

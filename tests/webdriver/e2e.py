@@ -305,6 +305,27 @@ def main():
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
 
+    def pause_and_resume():
+        reset(sim_port, "home")
+        model.script([
+            {"content": 'do(action="Wait", duration="1 seconds", reason="let the screen settle")'},
+            {"content": 'do(action="Tap", element={{center:商城}}, target_description="商城")'},
+            {"content": 'finish(message="The shop is open")'},
+            {"content": 'finish(message="The shop is open", confirm=True)'},
+        ])
+        start_task(s, "Open the shop", "wary")
+        s.click("#pause-run")
+        s.wait_until("the run is paused", lambda: "paused" in (s.text("#run-status") or ""), 20)
+        touches = len(truth(sim_port)["touches"])
+        time.sleep(2.0)
+        assert len(truth(sim_port)["touches"]) == touches, "a paused run sent a touch"
+        assert s.attr("#pause-run", "aria-pressed") == "true"
+        shot(s, "paused.png")
+        s.click("#pause-run")
+        status = wait_run_end(s, 60)
+        assert status == "succeeded", status
+        assert truth(sim_port)["current_screen"].startswith("shop"), "resumed and tapped the shop"
+
     def history_and_export():
         s.click("#nav-history")
         s.wait_for("#runs-list [data-run-id]", 15)
@@ -331,6 +352,7 @@ def main():
     test("take_over_by_clicking_the_mirror", take_over_by_clicking)
     if os.environ.get("E2E_NOTIFICATION", "1") == "1":
         test("approve_from_notification", approve_from_notification)
+    test("pause_and_resume", pause_and_resume)
     test("history_replay_and_export", history_and_export)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)
     s.quit()

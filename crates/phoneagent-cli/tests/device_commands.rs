@@ -1,5 +1,6 @@
-//! `phoneagent devices` / `doctor` / `screenshot` as a user runs them (SPEC C1, D1-D3):
-//! against Debian's real adb server with no phone, and against the virtual phone.
+//! `phoneagent devices` / `doctor` / `screenshot` as a user runs them (SPEC C1, D1-D3, M1-M2):
+//! against Debian's real adb server with no phone, against the virtual phone, and (doctor's
+//! model checks) against the scripted model server as a process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -162,14 +163,39 @@ fn devices_doctor_and_screenshot_on_the_virtual_phone() {
             && lines[1].contains("PhoneAgent_Virtual")
     );
 
+    // No model configured (empty PHONEAGENT_HOME, no environment): the phone is ready, the
+    // run is not — the actor check says how to configure one.
+    let home = tempfile::tempdir().unwrap();
     let out = phoneagent()
+        .env("PHONEAGENT_HOME", home.path())
+        .env_remove("PHONE_AGENT_BASE_URL")
+        .env_remove("PHONE_AGENT_MODEL")
         .args(["--adb", &addr, "doctor", "--json"])
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    assert_eq!(out.status.code(), Some(0), "{v:#}");
-    assert_eq!(v["ready"], true);
+    assert!(
+        v["device"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["ok"] == true),
+        "{v:#}"
+    );
+    let actor = &v["model"][0];
+    assert_eq!(actor["name"], "actor", "{v:#}");
+    if actor["ok"] == false {
+        assert_eq!(out.status.code(), Some(1), "{v:#}");
+        assert_eq!(v["ready"], false);
+        assert!(
+            actor["fix"]
+                .as_str()
+                .unwrap()
+                .contains("PHONE_AGENT_BASE_URL"),
+            "{v:#}"
+        );
+    }
     assert_eq!(v["serial"], "virtual-phone-1");
     let names: Vec<&str> = v["device"]
         .as_array()
@@ -344,4 +370,207 @@ fn devices_doctor_and_screenshot_in_direct_mode() {
         "{err}"
     );
     drop(sim);
+}
+
+/// `phoneagent sim model --script FILE …` (the scripted model as a process), killed on drop.
+struct Model {
+    child: std::process::Child,
+    base_url: String,
+}
+
+impl Model {
+    fn start(script: &str, dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        use std::io::BufRead;
+        let file = dir.join("model-script.jsonl");
+        std::fs::write(&file, script).unwrap();
+        let mut child = phoneagent()
+            .args(["sim", "model", "--script"])
+            .arg(&file)
+            .args(extra)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base_url = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(base_url.starts_with("http://127.0.0.1:"), "{line:?}");
+        Self { child, base_url }
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `doctor --json` with the model flags; returns (exit code, JSON, stdout+stderr text).
+fn doctor_json(
+    sim: &Sim,
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, serde_json::Value, String) {
+    let out = phoneagent()
+        .env("PHONEAGENT_HOME", home)
+        .env_remove("PHONE_AGENT_API_KEY")
+        .env_remove("PHONE_AGENT_BASE_URL")
+        .env_remove("PHONE_AGENT_MODEL")
+        .env_remove("MODEL_COORDINATE_SPACE")
+        .envs(env.iter().copied())
+        .args(["--adb", &format!("127.0.0.1:{}", sim.1), "doctor", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (out.status.code(), v, text)
+}
+
+fn model_check<'a>(v: &'a serde_json::Value, role: &str) -> &'a serde_json::Value {
+    v["model"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == role)
+        .unwrap_or_else(|| panic!("no {role} check in {v:#}"))
+}
+
+#[test]
+fn doctor_checks_each_model_role_up_wrong_key_unlisted_and_down() {
+    let sim = Sim::start();
+    let home = tempfile::tempdir().unwrap();
+    const KEY: &str = "sk-doctor-test-right-key-0123456789";
+    const WRONG: &str = "sk-doctor-test-wrong-key-9876543210";
+    // Answers for the --deep vision probes: the actor's, then the verifier's (which falls back
+    // to the actor's endpoint and carries its own role marker).
+    let script = "{\"content\": \"white\"}\n{\"queue\": \"verifier\", \"content\": \"white\"}\n";
+    let model = Model::start(
+        script,
+        home.path(),
+        &["--require-api-key-env", "DOCTOR_TEST_KEY"],
+        &[("DOCTOR_TEST_KEY", KEY)],
+    );
+    let url = model.base_url.clone();
+    let url = url.as_str();
+    let flags = ["--base-url", url, "--model", "scripted-model"];
+
+    // Up, right key, deep: ready.
+    let mut deep = flags.to_vec();
+    deep.push("--deep");
+    let (code, v, text) = doctor_json(&sim, home.path(), &deep, &[("PHONE_AGENT_API_KEY", KEY)]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["ready"], true);
+    let actor = model_check(&v, "actor");
+    assert_eq!(actor["ok"], true, "{actor}");
+    let d = actor["detail"].as_str().unwrap();
+    assert!(d.contains("model listed") && d.contains(url), "{d}");
+    assert!(d.contains("key: PHONE_AGENT_API_KEY"), "{d}");
+    assert!(d.contains("vision request answered"), "{d}");
+    let verifier = model_check(&v, "verifier");
+    assert_eq!(verifier["ok"], true, "{verifier}");
+    assert!(
+        verifier["detail"]
+            .as_str()
+            .unwrap()
+            .contains("fell back to the actor role's model"),
+        "{verifier}"
+    );
+    // An unconfigured reviewer is reported (it fails closed at run time), not a doctor failure.
+    let reviewer = model_check(&v, "safety_reviewer");
+    assert_eq!(reviewer["ok"], true);
+    assert!(
+        reviewer["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("not configured")
+    );
+    assert!(!text.contains(KEY), "the key was printed: {text}");
+
+    // Wrong key: refused, the fix names where the key comes from, the key is never printed.
+    let (code, v, text) = doctor_json(&sim, home.path(), &flags, &[("PHONE_AGENT_API_KEY", WRONG)]);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["ready"], false);
+    let actor = model_check(&v, "actor");
+    assert_eq!(actor["ok"], false);
+    assert!(
+        actor["detail"]
+            .as_str()
+            .unwrap()
+            .contains("refused the API key (HTTP 401)"),
+        "{actor}"
+    );
+    assert!(
+        actor["fix"]
+            .as_str()
+            .unwrap()
+            .contains("PHONE_AGENT_API_KEY"),
+        "{actor}"
+    );
+    assert!(
+        !text.contains(WRONG) && !text.contains(KEY),
+        "a key was printed: {text}"
+    );
+
+    // A model the endpoint does not serve: the fix lists what it serves.
+    let (code, v, _) = doctor_json(
+        &sim,
+        home.path(),
+        &["--base-url", url, "--model", "no-such-model"],
+        &[("PHONE_AGENT_API_KEY", KEY)],
+    );
+    assert_eq!(code, Some(1));
+    let actor = model_check(&v, "actor");
+    assert!(
+        actor["detail"]
+            .as_str()
+            .unwrap()
+            .contains("does not list model no-such-model")
+    );
+    assert!(
+        actor["fix"].as_str().unwrap().contains("scripted-model"),
+        "{actor}"
+    );
+
+    // Down: unreachable, with the fix.
+    drop(model);
+    let (code, v, _) = doctor_json(&sim, home.path(), &flags, &[]);
+    assert_eq!(code, Some(1));
+    let actor = model_check(&v, "actor");
+    assert_eq!(actor["ok"], false);
+    assert!(
+        actor["detail"].as_str().unwrap().ends_with("unreachable"),
+        "{actor}"
+    );
+    assert!(
+        actor["fix"]
+            .as_str()
+            .unwrap()
+            .contains("Start the model server"),
+        "{actor}"
+    );
+
+    // The human-readable form prints one line per role with the fix under it.
+    let out = phoneagent()
+        .env("PHONEAGENT_HOME", home.path())
+        .env_remove("PHONE_AGENT_API_KEY")
+        .args(["--adb", &format!("127.0.0.1:{}", sim.1), "doctor"])
+        .args(flags)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("Model") && table.contains("[FAIL] actor"),
+        "{table}"
+    );
+    assert!(table.contains("fix: "), "{table}");
 }

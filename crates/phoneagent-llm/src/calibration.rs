@@ -301,6 +301,10 @@ pub fn render_probe(width: u32, height: u32, center: (u32, u32), radius: u32) ->
     img
 }
 
+/// System message of every probe: the role marker the house's prompts carry, nothing else.
+const CALIBRATION_SYSTEM: &str =
+    "[phoneagent-role: calibration]\nYou point at targets on phone screenshots.";
+
 fn prompt(space: CoordinateSpace, sent: (u32, u32), protocol: ActionProtocol) -> String {
     let contract = match space {
         CoordinateSpace::ImagePixels => format!(
@@ -419,10 +423,13 @@ pub async fn negotiate(ctx: &CalibrationContext<'_>) -> Result<CalibrationReport
         };
         for (prepared, target) in &images {
             let req = ChatRequest {
-                messages: vec![ChatMessage::user_parts(vec![
-                    ContentPart::image(prepared.data_url()),
-                    ContentPart::text(prompt(space, sent, ctx.profile.protocol)),
-                ])],
+                messages: vec![
+                    ChatMessage::system(CALIBRATION_SYSTEM),
+                    ChatMessage::user_parts(vec![
+                        ContentPart::image(prepared.data_url()),
+                        ContentPart::text(prompt(space, sent, ctx.profile.protocol)),
+                    ]),
+                ],
                 tools: match ctx.profile.protocol {
                     ActionProtocol::Tools => vec![tap_tool()],
                     ActionProtocol::Do => Vec::new(),

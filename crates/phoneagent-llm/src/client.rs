@@ -207,6 +207,94 @@ impl ChatClient {
         &self.cfg
     }
 
+    /// `GET {base_url}/models` (used by `phoneagent doctor`): the model ids the endpoint lists,
+    /// or `None` when it does not offer the listing (HTTP 404/405). One attempt, no retry,
+    /// bounded by `timeout_ms`.
+    ///
+    /// Errors: [`LlmError::Connect`] / [`LlmError::Timeout`] when unreachable,
+    /// [`LlmError::Http`] for other statuses (401/403 name the key's source, never the key),
+    /// [`LlmError::MalformedResponse`] when the listing is not `{"data": [{"id": …}]}`,
+    /// [`LlmError::Cancelled`].
+    pub async fn list_models(&self, cancel: &CancellationToken) -> Result<Option<Vec<String>>> {
+        let base = self.cfg.base_url.trim_end_matches('/');
+        let url = format!("{base}/models");
+        let key = self.cfg.api_key.as_ref().map(|k| k.expose());
+        let model = self.cfg.model.clone();
+        let total = Duration::from_millis(self.cfg.timeout_ms.max(1));
+        let request = async {
+            let resp = self.http.get(&url).send().await?;
+            let status = resp.status();
+            let text = resp.text().await?;
+            Ok::<_, reqwest::Error>((status, text))
+        };
+        let (status, text) = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(LlmError::Cancelled { endpoint: url }),
+            r = tokio::time::timeout(total, request) => match r {
+                Err(_) => {
+                    return Err(LlmError::Timeout {
+                        endpoint: url,
+                        model,
+                        phase: TimeoutPhase::Total,
+                        after_ms: self.cfg.timeout_ms,
+                    });
+                }
+                Ok(Err(e)) => match classify_reqwest(&e) {
+                    Attempt::ConnectTimeout => {
+                        return Err(LlmError::Timeout {
+                            endpoint: url,
+                            model,
+                            phase: TimeoutPhase::Connect,
+                            after_ms: self.cfg.connect_timeout_ms,
+                        });
+                    }
+                    other => {
+                        let detail = match other {
+                            Attempt::Connect(d) => d,
+                            a => a.summary(),
+                        };
+                        return Err(LlmError::Connect {
+                            endpoint: url,
+                            model,
+                            attempts: 1,
+                            detail: scrub_secret(&detail, key),
+                        });
+                    }
+                },
+                Ok(Ok(r)) => r,
+            },
+        };
+        if matches!(status.as_u16(), 404 | 405) {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(LlmError::Http {
+                endpoint: url,
+                model,
+                status: status.as_u16(),
+                attempts: 1,
+                detail: scrub_secret(&text.chars().take(300).collect::<String>(), key),
+                hint: status_hint(status, &self.cfg.key_source),
+            });
+        }
+        let ids = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+            v.get("data")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+        });
+        match ids {
+            Some(ids) => Ok(Some(ids)),
+            None => Err(LlmError::MalformedResponse {
+                endpoint: url,
+                model,
+                detail: "the model listing is not {\"data\": [{\"id\": ...}]}".into(),
+                excerpt: scrub_secret(&text.chars().take(120).collect::<String>(), key),
+            }),
+        }
+    }
+
     /// The JSON body this client would send for `req` (also used by tests and `doctor`).
     pub fn build_body(&self, req: &ChatRequest) -> Value {
         let stream = req.stream.unwrap_or(self.cfg.stream);

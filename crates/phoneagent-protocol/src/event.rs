@@ -55,6 +55,8 @@ pub enum Phase {
     Recovering,
     /// The device vanished; waiting for the same serial (D6).
     DeviceLost,
+    /// Paused by the user: no further device command until resumed (the run state is kept).
+    Paused,
     /// Terminal: the task was completed and accepted.
     Succeeded,
     /// Terminal: failed (limits, errors).

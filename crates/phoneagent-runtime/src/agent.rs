@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::adapters::{self, GateVerdict, Prepared};
 use crate::approver::{Approver, HumanRequest};
 use crate::config::{AgentConfig, FinishVerifyMode};
+use crate::control::PauseHandle;
 use crate::events::{EventBus, RunMeta, RunRecorder};
 use crate::guards::TaskGuards;
 use crate::memory::{Memory, Turn, estimate_tokens, sanitize_text, summarize_action};
@@ -113,12 +114,24 @@ pub struct AgentParts {
 
 /// The agent: one task at a time over one device.
 pub struct Agent {
+    shared: Arc<Shared>,
+}
+
+/// What a run shares with its agent (a run may outlive a borrow of the agent: [`StepSession`]).
+struct Shared {
     parts: AgentParts,
     config: AgentConfig,
     tx: broadcast::Sender<EventEnvelope>,
     state: Arc<Mutex<AgentState>>,
     busy: AtomicBool,
     approve_for_me: approve_for_me::ApproveForMe,
+    pause: PauseHandle,
+}
+
+impl Shared {
+    fn state(&self) -> AgentState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl Agent {
@@ -126,33 +139,53 @@ impl Agent {
     pub fn new(parts: AgentParts, config: AgentConfig) -> Self {
         let (tx, _) = broadcast::channel(4096);
         Self {
-            parts,
-            config,
-            tx,
-            state: Arc::new(Mutex::new(AgentState {
-                phase: Phase::Idle,
-                run_id: None,
-                step: 0,
-                screen_seq: 0,
-            })),
-            busy: AtomicBool::new(false),
-            approve_for_me: approve_for_me::ApproveForMe::unconfigured(),
+            shared: Arc::new(Shared {
+                parts,
+                config,
+                tx,
+                state: Arc::new(Mutex::new(AgentState {
+                    phase: Phase::Idle,
+                    run_id: None,
+                    step: 0,
+                    screen_seq: 0,
+                })),
+                busy: AtomicBool::new(false),
+                approve_for_me: approve_for_me::ApproveForMe::unconfigured(),
+                pause: PauseHandle::new(),
+            }),
         }
     }
 
     /// Subscribe to the live event stream (every event of every run, in order).
     pub fn subscribe(&self) -> broadcast::Receiver<EventEnvelope> {
-        self.tx.subscribe()
+        self.shared.tx.subscribe()
     }
 
     /// A snapshot of the live state.
     pub fn state(&self) -> AgentState {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared.state()
     }
 
     /// The configuration.
     pub fn config(&self) -> &AgentConfig {
-        &self.config
+        &self.shared.config
+    }
+
+    /// The pause/resume switch of this agent: a cheap clone for a front end's Pause button
+    /// (see [`PauseHandle`]). A pause left on when a run ends is cleared, so it never blocks the
+    /// next run.
+    pub fn pause_handle(&self) -> PauseHandle {
+        self.shared.pause.clone()
+    }
+
+    /// Pause the current run before its next device command (see [`PauseHandle::pause`]).
+    pub fn pause(&self) {
+        self.shared.pause.pause();
+    }
+
+    /// Resume a paused run.
+    pub fn resume(&self) {
+        self.shared.pause.resume();
     }
 
     /// Run `task` to a terminal state. Refuses when a task is already running (R2).
@@ -164,74 +197,148 @@ impl Agent {
         task: &str,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RuntimeError> {
-        if self.busy.swap(true, Ordering::SeqCst) {
+        if self.shared.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }
-        let result = self.run_inner(task, cancel).await;
-        self.busy.store(false, Ordering::SeqCst);
+        let result = match Run::open(self.shared.clone(), task, cancel) {
+            Ok(mut run) => {
+                let flow = run.main_loop().await;
+                let outcome = run.conclude(flow);
+                run.close(outcome).await
+            }
+            Err(e) => Err(e),
+        };
+        self.shared.busy.store(false, Ordering::SeqCst);
         result
     }
 
-    async fn run_inner(
+    /// Start `task` for stepping (R2): the returned session runs one observe → plan → act →
+    /// verify turn per [`StepSession::step`], with the same goal, limits (max steps, max
+    /// duration, token budget), cancellation and terminal semantics as [`Agent::run`] — a
+    /// `run` is exactly a loop of steps. The goal is fixed for the session's lifetime.
+    ///
+    /// Refuses with [`RuntimeError::Busy`] while another run or session is active; errors with
+    /// [`RuntimeError::Store`] when the run cannot be recorded. The session owns what it needs,
+    /// so a front end can keep it across UI events.
+    pub fn start_steps(
         &self,
         task: &str,
         cancel: CancellationToken,
-    ) -> Result<RunOutcome, RuntimeError> {
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let meta = RunMeta {
-            run_id: run_id.clone(),
-            task: task.to_string(),
-            serial: self.parts.device.serial().to_string(),
-            profile: self.parts.actor.profile_name.clone(),
-            model: self.parts.actor.profile.model.clone(),
-            mode: self.config.mode.as_str().to_string(),
-            started_ms: now_ms(),
+    ) -> Result<StepSession, RuntimeError> {
+        if self.shared.busy.swap(true, Ordering::SeqCst) {
+            return Err(RuntimeError::Busy);
+        }
+        match Run::open(self.shared.clone(), task, cancel) {
+            Ok(run) => Ok(StepSession {
+                run: Some(run),
+                outcome: None,
+            }),
+            Err(e) => {
+                self.shared.busy.store(false, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What one [`StepSession::step`] led to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    /// The run goes on; the agent is back in `observing` (R2) with this state.
+    Continue(AgentState),
+    /// The run reached a terminal state (it is recorded and closed).
+    Finished(RunOutcome),
+}
+
+/// A run driven one step at a time (see [`Agent::start_steps`]).
+///
+/// Dropping an unfinished session cancels its run: it is recorded as `cancelled` and the IME is
+/// restored in the background (when a tokio runtime is available).
+pub struct StepSession {
+    run: Option<Run>,
+    outcome: Option<RunOutcome>,
+}
+
+impl StepSession {
+    /// Run id of this session's run.
+    pub fn run_id(&self) -> String {
+        match (&self.run, &self.outcome) {
+            (_, Some(o)) => o.run_id.clone(),
+            (Some(r), None) => r.bus.run_id().to_string(),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// One observe → plan → act → verify turn. After the run finished, returns its outcome
+    /// again. Errors only when the end of the run cannot be recorded.
+    pub async fn step(&mut self) -> Result<StepOutcome, RuntimeError> {
+        if let Some(o) = &self.outcome {
+            return Ok(StepOutcome::Finished(o.clone()));
+        }
+        let Some(run) = self.run.as_mut() else {
+            return Err(RuntimeError::Store("the step session was closed".into()));
         };
-        self.parts
-            .recorder
-            .begin_run(&meta)
-            .map_err(RuntimeError::Store)?;
-        let bus = EventBus::new(run_id.clone(), self.parts.recorder.clone(), self.tx.clone());
-        {
-            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            *s = AgentState {
-                phase: Phase::Idle,
-                run_id: Some(run_id.clone()),
-                step: 0,
-                screen_seq: 0,
-            };
+        match run.step_once().await {
+            Flow::Continue => Ok(StepOutcome::Continue(run.agent.state())),
+            end => {
+                let outcome = run.conclude(end);
+                self.finish(outcome).await
+            }
         }
-        let mut run = Run::new(self, task, bus, cancel);
-        let outcome = run.execute().await;
-        // The IME is restored on every exit path (D4): success, error, cancel.
-        if let Err(e) = self.parts.device.restore_ime().await {
-            run.bus.emit(AgentEvent::Warning {
-                code: "ime_restore_failed".into(),
-                message: e.to_string(),
-            });
+    }
+
+    /// Cancel the run (R7): it ends `cancelled` without another device command.
+    pub async fn cancel(&mut self) -> Result<RunOutcome, RuntimeError> {
+        if let Some(o) = &self.outcome {
+            return Ok(o.clone());
         }
-        let summary = serde_json::json!({
-            "steps": outcome.steps,
-            "message": outcome.message,
-            "tokens": run.totals(),
-            "hard_failures": run.hard_failures,
-            "soft_replans": run.soft_replans,
-        });
-        run.bus.emit(AgentEvent::RunFinished {
-            status: outcome.status,
-            termination_code: outcome.termination_code.clone(),
-            message: outcome.message.clone(),
-            steps: outcome.steps,
-            duration_ms: outcome.duration_ms,
-            tokens: run.totals(),
-            hard_failures: run.hard_failures,
-            soft_replans: run.soft_replans,
-        });
-        self.parts
-            .recorder
-            .end_run(&run_id, outcome.status, &outcome.termination_code, &summary)
-            .map_err(RuntimeError::Store)?;
-        Ok(outcome)
+        let Some(run) = self.run.as_mut() else {
+            return Err(RuntimeError::Store("the step session was closed".into()));
+        };
+        run.cancel.cancel();
+        let outcome = run.conclude(run.cancelled_flow());
+        match self.finish(outcome).await? {
+            StepOutcome::Finished(o) => Ok(o),
+            StepOutcome::Continue(_) => Err(RuntimeError::Store("run did not end".into())),
+        }
+    }
+
+    async fn finish(&mut self, outcome: RunOutcome) -> Result<StepOutcome, RuntimeError> {
+        let Some(run) = self.run.take() else {
+            return Err(RuntimeError::Store("the step session was closed".into()));
+        };
+        let shared = run.agent.clone();
+        let result = run.close(outcome).await;
+        shared.busy.store(false, Ordering::SeqCst);
+        let outcome = result?;
+        self.outcome = Some(outcome.clone());
+        Ok(StepOutcome::Finished(outcome))
+    }
+}
+
+impl Drop for StepSession {
+    fn drop(&mut self) {
+        let Some(mut run) = self.run.take() else {
+            return;
+        };
+        run.cancel.cancel();
+        let outcome = run.conclude(run.cancelled_flow());
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    let shared = run.agent.clone();
+                    let _ = run.close(outcome).await;
+                    shared.busy.store(false, Ordering::SeqCst);
+                });
+            }
+            Err(_) => {
+                let shared = run.agent.clone();
+                if let Err(e) = run.close_without_device(&outcome) {
+                    tracing::error!(error = %e, "could not record the end of a dropped step session");
+                }
+                shared.busy.store(false, Ordering::SeqCst);
+            }
+        }
     }
 }
 
@@ -263,12 +370,14 @@ enum Flow {
 #[derive(Debug, Clone, PartialEq)]
 struct Signature(String);
 
-struct Run<'a> {
-    agent: &'a Agent,
+struct Run {
+    agent: Arc<Shared>,
     task: String,
     bus: EventBus,
     cancel: CancellationToken,
     started: Instant,
+    /// Time spent paused (excluded from the wall-time limit).
+    paused_for: Duration,
     step: u32,
     memory: Memory,
     guards: TaskGuards,
@@ -291,23 +400,110 @@ struct Run<'a> {
     last_frame: Option<Arc<image::RgbaImage>>,
 }
 
-impl<'a> Run<'a> {
-    fn new(agent: &'a Agent, task: &str, bus: EventBus, cancel: CancellationToken) -> Self {
+impl Run {
+    /// Record the run's start and emit its opening events (the caller holds the busy flag).
+    fn open(
+        agent: Arc<Shared>,
+        task: &str,
+        cancel: CancellationToken,
+    ) -> Result<Self, RuntimeError> {
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let meta = RunMeta {
+            run_id: run_id.clone(),
+            task: task.to_string(),
+            serial: agent.parts.device.serial().to_string(),
+            profile: agent.parts.actor.profile_name.clone(),
+            model: agent.parts.actor.profile.model.clone(),
+            mode: agent.config.mode.as_str().to_string(),
+            started_ms: now_ms(),
+        };
+        agent
+            .parts
+            .recorder
+            .begin_run(&meta)
+            .map_err(RuntimeError::Store)?;
+        let bus = EventBus::new(
+            run_id.clone(),
+            agent.parts.recorder.clone(),
+            agent.tx.clone(),
+        );
+        {
+            let mut s = agent.state.lock().unwrap_or_else(|p| p.into_inner());
+            *s = AgentState {
+                phase: Phase::Idle,
+                run_id: Some(run_id),
+                step: 0,
+                screen_seq: 0,
+            };
+        }
+        let mut run = Run::new(agent, task, bus, cancel);
+        run.start_events();
+        Ok(run)
+    }
+
+    /// End the run: restore the IME (D4, every exit path), emit `run_finished`, close the record.
+    async fn close(mut self, outcome: RunOutcome) -> Result<RunOutcome, RuntimeError> {
+        if let Err(e) = self.agent.parts.device.restore_ime().await {
+            self.bus.emit(AgentEvent::Warning {
+                code: "ime_restore_failed".into(),
+                message: e.to_string(),
+            });
+        }
+        self.close_without_device(&outcome)?;
+        Ok(outcome)
+    }
+
+    /// The recording half of [`Run::close`] (also used when no async runtime is left).
+    fn close_without_device(&mut self, outcome: &RunOutcome) -> Result<(), RuntimeError> {
+        // A pause must not outlive its run.
+        self.agent.pause.resume();
+        let summary = serde_json::json!({
+            "steps": outcome.steps,
+            "message": outcome.message,
+            "tokens": self.totals(),
+            "hard_failures": self.hard_failures,
+            "soft_replans": self.soft_replans,
+        });
+        self.bus.emit(AgentEvent::RunFinished {
+            status: outcome.status,
+            termination_code: outcome.termination_code.clone(),
+            message: outcome.message.clone(),
+            steps: outcome.steps,
+            duration_ms: outcome.duration_ms,
+            tokens: self.totals(),
+            hard_failures: self.hard_failures,
+            soft_replans: self.soft_replans,
+        });
+        self.agent
+            .parts
+            .recorder
+            .end_run(
+                self.bus.run_id(),
+                outcome.status,
+                &outcome.termination_code,
+                &summary,
+            )
+            .map_err(RuntimeError::Store)
+    }
+
+    fn new(agent: Arc<Shared>, task: &str, bus: EventBus, cancel: CancellationToken) -> Self {
+        let budgets = Budgets {
+            run_tokens: agent.config.token_budget,
+            input_tokens: agent.config.input_token_budget,
+        };
         Self {
             agent,
             task: task.to_string(),
             bus,
             cancel,
             started: Instant::now(),
+            paused_for: Duration::ZERO,
             step: 0,
             memory: Memory::new(task),
             guards: TaskGuards::from_task(task),
             contract: None,
             screen_seq: 0,
-            ledger: TokenLedger::new(Budgets {
-                run_tokens: agent.config.token_budget,
-                input_tokens: agent.config.input_token_budget,
-            }),
+            ledger: TokenLedger::new(budgets),
             hard_failures: 0,
             soft_replans: 0,
             review: None,
@@ -348,12 +544,14 @@ impl<'a> Run<'a> {
     fn set_phase(&self, phase: Phase) {
         {
             let mut s = self.agent.state.lock().unwrap_or_else(|p| p.into_inner());
-            if s.phase == phase && s.step == self.step {
-                return;
-            }
+            let unchanged = s.phase == phase;
             s.phase = phase;
             s.step = self.step;
             s.screen_seq = self.screen_seq;
+            if unchanged {
+                // A step that ended in `observing` (R2) flows into the next step's observation.
+                return;
+            }
         }
         self.bus.emit(AgentEvent::Phase { phase });
     }
@@ -373,7 +571,8 @@ impl<'a> Run<'a> {
         self.agent.state().run_id.unwrap_or_default()
     }
 
-    async fn execute(&mut self) -> RunOutcome {
+    /// `run_started`, fallbacks and active guards: the opening events of every run.
+    fn start_events(&mut self) {
         let cfg = self.cfg().clone();
         let parts = &self.agent.parts;
         let actor = &parts.actor;
@@ -412,7 +611,10 @@ impl<'a> Run<'a> {
                 guard: g.to_string(),
             });
         }
-        let flow = self.main_loop().await;
+    }
+
+    /// The terminal phase and outcome of a finished loop.
+    fn conclude(&mut self, flow: Flow) -> RunOutcome {
         let (status, code, message) = match flow {
             Flow::End(s, c, m) => (s, c, m),
             Flow::Continue => (
@@ -460,7 +662,7 @@ impl<'a> Run<'a> {
                 ),
             ));
         }
-        if self.started.elapsed() >= self.cfg().max_duration {
+        if self.started.elapsed().saturating_sub(self.paused_for) >= self.cfg().max_duration {
             return Some(Self::end(
                 RunStatus::Failed,
                 "max_duration",
@@ -479,53 +681,90 @@ impl<'a> Run<'a> {
 
     async fn main_loop(&mut self) -> Flow {
         loop {
-            if let Some(f) = self.limits_reached() {
-                return f;
-            }
-            let extra_confirmation = if self.budget_exhausted() {
-                // F3: one real confirmation turn bound to a valid review package, at most once.
-                let valid = self.review.as_ref().is_some_and(|r| {
-                    r.screen_seq == self.screen_seq
-                        && r.goal == self.task
-                        && board_closed(&r.board)
-                        && r.board == self.memory.task_board
-                });
-                if valid && !self.extra_turn_used && self.verifier_rejections == 0 {
-                    self.extra_turn_used = true;
-                    true
-                } else {
-                    return Self::end(
-                        RunStatus::Failed,
-                        "budget_exhausted",
-                        "the run's token budget is exhausted".to_string(),
-                    );
-                }
-            } else {
-                false
-            };
-            self.step += 1;
-            self.bus.set_step(self.step);
-            let obs = match self.observe("plan").await {
-                Ok(o) => o,
-                Err(f) => return f,
-            };
-            if self.contract.is_none() {
-                match self.negotiate_contract(&obs).await {
-                    Ok(space) => self.contract = Some(space),
-                    Err(f) => return f,
-                }
-            }
-            match self.plan_and_act(obs, extra_confirmation).await {
+            match self.step_once().await {
                 Flow::Continue => {}
                 end => return end,
             }
-            if extra_confirmation {
+        }
+    }
+
+    /// One observe → plan → act → verify turn (R1): the unit of both `run` and `step`. A
+    /// recoverable end of the turn leaves the agent in `observing` (R2).
+    async fn step_once(&mut self) -> Flow {
+        let flow = self.turn().await;
+        if matches!(flow, Flow::Continue) {
+            self.set_phase(Phase::Observing);
+        }
+        flow
+    }
+
+    async fn turn(&mut self) -> Flow {
+        if let Some(f) = self.limits_reached() {
+            return f;
+        }
+        let extra_confirmation = if self.budget_exhausted() {
+            // F3: one real confirmation turn bound to a valid review package, at most once.
+            let valid = self.review.as_ref().is_some_and(|r| {
+                r.screen_seq == self.screen_seq
+                    && r.goal == self.task
+                    && board_closed(&r.board)
+                    && r.board == self.memory.task_board
+            });
+            if valid && !self.extra_turn_used && self.verifier_rejections == 0 {
+                self.extra_turn_used = true;
+                true
+            } else {
                 return Self::end(
                     RunStatus::Failed,
                     "budget_exhausted",
-                    "the token budget is exhausted and the extra confirmation turn did not finish the task",
+                    "the run's token budget is exhausted".to_string(),
                 );
             }
+        } else {
+            false
+        };
+        self.step += 1;
+        self.bus.set_step(self.step);
+        let obs = match self.observe("plan").await {
+            Ok(o) => o,
+            Err(f) => return f,
+        };
+        if self.contract.is_none() {
+            match self.negotiate_contract(&obs).await {
+                Ok(space) => self.contract = Some(space),
+                Err(f) => return f,
+            }
+        }
+        match self.plan_and_act(obs, extra_confirmation).await {
+            Flow::Continue => {}
+            end => return end,
+        }
+        if extra_confirmation {
+            return Self::end(
+                RunStatus::Failed,
+                "budget_exhausted",
+                "the token budget is exhausted and the extra confirmation turn did not finish the task",
+            );
+        }
+        Flow::Continue
+    }
+
+    /// Wait here while the agent is paused (before any device command). `Err` = cancelled.
+    async fn pause_point(&mut self) -> Result<(), Flow> {
+        let pause = self.agent.pause.clone();
+        if !pause.is_paused() {
+            return Ok(());
+        }
+        let before = self.agent.state().phase;
+        self.set_phase(Phase::Paused);
+        let waited = pause.wait_resumed(&self.cancel).await;
+        match waited {
+            Some(d) => {
+                self.paused_for += d;
+                self.set_phase(before);
+                Ok(())
+            }
+            None => Err(self.cancelled_flow()),
         }
     }
 
@@ -536,6 +775,7 @@ impl<'a> Run<'a> {
             if self.cancel.is_cancelled() {
                 return Err(self.cancelled_flow());
             }
+            self.pause_point().await?;
             match self.capture(purpose).await {
                 Ok(obs) if obs.shot.blocked => {
                     // Never plan on a black frame: ask the human (no tap is sent).
@@ -556,7 +796,10 @@ impl<'a> Run<'a> {
                         )
                         .await;
                     match resp {
-                        HumanResponse::HandBack => continue,
+                        HumanResponse::HandBack => {
+                            self.guards.record_human_operation();
+                            continue;
+                        }
                         HumanResponse::Approve => {
                             return Err(Self::end(
                                 RunStatus::TakenOver,
@@ -646,6 +889,7 @@ impl<'a> Run<'a> {
             });
             let t0 = Instant::now();
             let deadline = t0 + self.cfg().device_wait;
+            let mut last_error = e.to_string();
             loop {
                 if self.cancel.is_cancelled() {
                     return self.cancelled_flow();
@@ -655,14 +899,18 @@ impl<'a> Run<'a> {
                         RunStatus::Failed,
                         ErrorCode::DeviceLost.as_str(),
                         format!(
-                            "device {serial} did not come back within {} s: reconnect it and start the task again",
+                            "device {serial} did not come back within {} s (last error: {last_error}): reconnect it and start the task again",
                             self.cfg().device_wait.as_secs()
                         ),
                     );
                 }
+                if self.pause_point().await.is_err() {
+                    return self.cancelled_flow();
+                }
                 match self.device().geometry(&self.cancel).await {
                     Ok(_) => break,
-                    Err(_) => {
+                    Err(e) => {
+                        last_error = e.to_string();
                         tokio::select! {
                             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
                             _ = self.cancel.cancelled() => return self.cancelled_flow(),
@@ -1257,6 +1505,7 @@ impl<'a> Run<'a> {
                         format!("handed to a human: {message}"),
                     ),
                     HumanResponse::HandBack => {
+                        self.guards.record_human_operation();
                         self.ok_turn(&action, "The human operated the phone and handed it back. Look at the new screenshot.".into());
                         Flow::Continue
                     }
@@ -1594,6 +1843,35 @@ impl<'a> Run<'a> {
                 format!("could not record the run: {e}"),
             );
         }
+        // A pause requested while planning holds the action here; the screen may change while
+        // paused, so the action is re-checked for freshness after the pause.
+        if self.agent.pause.is_paused() {
+            if let Err(f) = self.pause_point().await {
+                return f;
+            }
+            if !points.is_empty() {
+                match self.freshness(obs, &points).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.recover(
+                            RecoveryOutcome::Replan,
+                            ErrorCode::StaleAction,
+                            Some(action_type),
+                            "screen changed while paused",
+                            false,
+                        );
+                        self.reject_turn(
+                            &action,
+                            "Not executed (zero touches): the screen changed while the run was paused. \
+                             Re-plan on the new screenshot."
+                                .into(),
+                        );
+                        return Flow::Continue;
+                    }
+                    Err(f) => return f,
+                }
+            }
+        }
         // Dispatch.
         self.set_phase(Phase::Executing);
         let before = self
@@ -1642,6 +1920,9 @@ impl<'a> Run<'a> {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(self.cfg().settle_ms)) => {}
             _ = self.cancel.cancelled() => return self.cancelled_flow(),
+        }
+        if let Err(f) = self.pause_point().await {
+            return f;
         }
         let after = match self.capture("verify").await {
             Ok(o) => o,
@@ -1715,7 +1996,10 @@ impl<'a> Run<'a> {
                     )
                     .await;
                 return match resp {
-                    HumanResponse::HandBack => Flow::Continue,
+                    HumanResponse::HandBack => {
+                        self.guards.record_human_operation();
+                        Flow::Continue
+                    }
                     HumanResponse::Approve => Self::end(
                         RunStatus::TakenOver,
                         "loop_takeover",
@@ -1755,6 +2039,7 @@ impl<'a> Run<'a> {
         let fc = self.cfg().freshness;
         let mut rechecks = 0;
         loop {
+            self.pause_point().await?;
             let now = match self.capture("freshness").await {
                 Ok(o) => o,
                 Err(e) => {

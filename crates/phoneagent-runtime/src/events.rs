@@ -92,6 +92,11 @@ impl EventBus {
         }
     }
 
+    /// The run this bus records.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// Set the current step number (stamped on following events).
     pub fn set_step(&self, step: u32) {
         self.step.store(step, Ordering::SeqCst);

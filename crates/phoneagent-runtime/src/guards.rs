@@ -193,6 +193,14 @@ impl TaskGuards {
         }
     }
 
+    /// Record that a human operated the phone and handed it back after a `take_over`: the
+    /// task was acted on (by the human), so a later finish is not text-only.
+    pub fn record_human_operation(&mut self) {
+        if let Some(t) = &mut self.text_only {
+            t.dispatched += 1;
+        }
+    }
+
     /// Record an action that was really dispatched to the device.
     pub fn record_dispatched(&mut self, action: &Action) {
         if let Some(t) = &mut self.text_only {

@@ -6,7 +6,9 @@
 //! recording every fact as an [`phoneagent_protocol::AgentEvent`] through a [`RunRecorder`].
 //!
 //! Code map:
-//! * `agent` — the loop, `AgentState`, freshness, dispatch, verification, recovery, finish.
+//! * `agent` — the loop, `AgentState`, freshness, dispatch, verification, recovery, finish;
+//!   `run` and the step API (`start_steps` → `StepSession`).
+//! * `control` — the pause/resume switch (`PauseHandle`).
 //! * `memory` — task memory and the pure-vision sanitizers (P1, R6).
 //! * `prompt` — the actor's system prompt and history messages (the only place they are built).
 //! * `adapters` — the seams to the protocol parser, the coordinate mapper, the image sizing
@@ -18,6 +20,7 @@ mod adapters;
 mod agent;
 pub mod approver;
 pub mod config;
+pub mod control;
 pub mod events;
 pub mod guards;
 pub mod memory;
@@ -25,9 +28,10 @@ pub mod pixels;
 pub mod prompt;
 pub mod store_recorder;
 
-pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome};
+pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome, StepOutcome, StepSession};
 pub use approver::{Approver, HumanRequest, PendingApprovals, PolicyApprover, map_free_text};
 pub use config::{AgentConfig, FinishVerifyMode, FreshnessConfig, Lang};
+pub use control::PauseHandle;
 pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
 pub use phoneagent_llm::config::ActionProtocol;
 

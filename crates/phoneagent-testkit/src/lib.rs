@@ -138,6 +138,7 @@ pub mod oracle;
 pub mod placeholder;
 pub mod request;
 pub mod script;
+pub mod serve;
 
 mod openai;
 mod server;

@@ -57,6 +57,7 @@ export const api = {
   answer: (id: string, answer: AnswerInput) => call<void>('answer_request', { id, answer }),
   startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
   stopRun: () => call<void>('stop_run'),
+  pauseRun: (paused: boolean) => call<void>('pause_run', { paused }),
   activeRun: () => call<string | null>('active_run'),
   recentTasks: () => call<string[]>('recent_tasks'),
   getSettings: () => call<AppSettings>('get_settings'),

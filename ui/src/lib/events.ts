@@ -6,7 +6,7 @@
 
 export type Phase =
   | 'idle' | 'observing' | 'calibrating' | 'planning' | 'gating' | 'awaiting_human' | 'executing'
-  | 'verifying' | 'recovering' | 'device_lost' | 'succeeded' | 'failed' | 'cancelled' | 'taken_over';
+  | 'verifying' | 'recovering' | 'device_lost' | 'paused' | 'succeeded' | 'failed' | 'cancelled' | 'taken_over';
 
 export interface ModelPoint { x: number; y: number }
 export interface RuntimePoint { x: number; y: number }

@@ -26,6 +26,11 @@ pub struct DoctorArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub model: super::run::ModelArgs,
+    /// Also send each role's model a tiny vision request (costs a few tokens).
+    #[arg(long)]
+    pub deep: bool,
 }
 
 /// `phoneagent screenshot`
@@ -272,19 +277,11 @@ pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Checks of the model endpoint for `doctor` (SPEC C1 "device and model preflight").
-///
-/// Filled by the model layer (phoneagent-llm): each entry is a [`ReadinessCheck`] with a fix.
-/// Kept here so `doctor` prints device and model checks side by side.
-async fn model_checks(_g: &Global) -> Vec<ReadinessCheck> {
-    Vec::new()
-}
-
 fn print_checks(title: &str, checks: &[ReadinessCheck]) {
     println!("{title}");
     for c in checks {
         let mark = if c.ok { "ok  " } else { "FAIL" };
-        println!("  [{mark}] {:<13} {}", c.name, c.detail);
+        println!("  [{mark}] {:<15} {}", c.name, c.detail);
         if let Some(f) = &c.fix {
             println!("         fix: {f}");
         }
@@ -314,11 +311,15 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
-                        "serial": null, "ready": false, "device": [check], "model": model_checks(g).await,
+                        "serial": null, "ready": false, "device": [check], "model": super::models::doctor_checks(&a.model, a.deep).await,
                     }))?
                 );
             } else {
                 print_checks("Device", &[check]);
+                print_checks(
+                    "Model",
+                    &super::models::doctor_checks(&a.model, a.deep).await,
+                );
             }
             return Ok(1);
         }
@@ -327,7 +328,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
         Ok(r) => r,
         Err(e) => return print_error(&e, a.json),
     };
-    let model = model_checks(g).await;
+    let model = super::models::doctor_checks(&a.model, a.deep).await;
     let ready = readiness.ready() && model.iter().all(|c| c.ok);
     let transport = device.link().describe();
     let note = direct_note(device.link());

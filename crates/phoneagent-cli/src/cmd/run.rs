@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// Maximum run time in minutes.
     #[arg(long, default_value_t = 15)]
     pub max_minutes: u64,
+    /// How long to wait for a phone that disconnects mid-run to come back, in seconds (D6).
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub device_wait: u64,
     /// Run token budget (all roles).
     #[arg(long)]
     pub token_budget: Option<u64>,
@@ -230,6 +233,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         token_budget: a.token_budget,
         finish_verify: a.finish_verify,
         lang: a.lang,
+        device_wait: Duration::from_secs(a.device_wait),
         ..AgentConfig::default()
     };
     let agent = Agent::new(

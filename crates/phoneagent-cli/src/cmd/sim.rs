@@ -1,5 +1,7 @@
-//! `phoneagent sim serve|state|fault|reset` (SPEC V1-V4): run the virtual phone over the ADB
-//! protocol and read/steer its ground truth from another process.
+//! `phoneagent sim serve|state|fault|reset|model` (SPEC V1-V5): run the virtual phone over the ADB
+//! protocol, read/steer its ground truth from another process, and serve the scripted model
+//! (the same server as the testkit's `scripted-model` binary, so a user or a test needs only
+//! the `phoneagent` binary to run the whole setup as separate processes).
 
 use anyhow::Context as _;
 use phoneagent_sim::{
@@ -74,6 +76,11 @@ pub enum SimCommand {
         #[arg(default_value = "home")]
         scenario: String,
     },
+    /// Serve the scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C/SIGTERM (for tests and
+    /// demos: it answers from a JSONL script or as a calibration oracle, never as a real model).
+    ///
+    /// Prints one line `scripted model listening on http://127.0.0.1:PORT/v1`.
+    Model(phoneagent_testkit::serve::ServeArgs),
 }
 
 /// Run a sim subcommand; returns the exit code.
@@ -153,7 +160,32 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
             client::reset(port, serial.as_deref(), &scenario).await?;
             Ok(0)
         }
+        SimCommand::Model(args) => {
+            let model = phoneagent_testkit::ScriptedModel::start(args.into_config()?).await?;
+            println!("scripted model listening on {}", model.base_url());
+            wait_for_signal().await?;
+            model.shutdown().await;
+            Ok(0)
+        }
     }
+}
+
+/// Wait for Ctrl-C or SIGTERM.
+async fn wait_for_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot watch Ctrl-C")?;
+    Ok(())
 }
 
 async fn wait_for_stop(sim: &SimServer) -> anyhow::Result<()> {

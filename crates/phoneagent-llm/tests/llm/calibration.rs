@@ -53,7 +53,7 @@ fn locate(url: &str) -> ((f64, f64), (u32, u32)) {
 impl Respond for Oracle {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let body: Value = req.body_json().unwrap();
-        let url = body["messages"][0]["content"][0]["image_url"]["url"]
+        let url = body["messages"][1]["content"][0]["image_url"]["url"]
             .as_str()
             .unwrap();
         let ((cx, cy), (w, h)) = locate(url);
@@ -182,12 +182,17 @@ async fn relative_model_freezes_relative_and_is_cached() {
     assert_eq!(ev["method"], "negotiated");
     assert_eq!(ev["space"], "relative_0_999");
     assert_eq!(ev["probes"].as_array().unwrap().len(), 4);
-    // Probe requests carry only the synthetic image and the instruction (no device data).
+    // Probe requests carry only the role marker, the synthetic image and the instruction (no
+    // device data).
     let reqs = s.received_requests().await.unwrap();
     let body: Value = reqs[0].body_json().unwrap();
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        body["messages"][0]["content"],
+        "[phoneagent-role: calibration]\nYou point at targets on phone screenshots."
+    );
     assert!(
-        body["messages"][0]["content"][1]["text"]
+        body["messages"][1]["content"][1]["text"]
             .as_str()
             .unwrap()
             .contains("0 to 999")

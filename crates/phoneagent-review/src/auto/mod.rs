@@ -53,6 +53,9 @@ pub enum AutoReviewError {
         /// What is wrong.
         message: String,
     },
+    /// `Agent::with_approve_for_me` was called while a run or step session held the agent.
+    #[error("approve-for-me can only be configured before a run starts: wait for the run to end")]
+    Busy,
     /// A rule's regex does not compile.
     #[error("approval rule {index} has an invalid pattern {pattern:?}: {message}")]
     Rule {

@@ -11,6 +11,7 @@
 //! Every request ends in exactly one `approval_review` event (the ledger row, SPEC AR8), after
 //! the `gate_decision` events and, when delegated, after the human's `human_resolved`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use phoneagent_llm::config::Role;
@@ -69,7 +70,12 @@ impl Agent {
         config: AutoReviewConfig,
         reviewer: Option<ModelRoute>,
     ) -> Result<Self, AutoReviewError> {
-        self.approve_for_me = ApproveForMe::new(config, reviewer)?;
+        let afm = ApproveForMe::new(config, reviewer)?;
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.approve_for_me = afm,
+            // A run or step session holds the shared state: configure before starting.
+            None => return Err(AutoReviewError::Busy),
+        }
         Ok(self)
     }
 
@@ -77,7 +83,7 @@ impl Agent {
     /// ([`AutoReviewHandle::status`]) and the one-time override of the n-th most recent denial
     /// ([`AutoReviewHandle::grant_override`], SPEC AR7). Cheap to clone; in memory only.
     pub fn approve_for_me_handle(&self) -> AutoReviewHandle {
-        self.approve_for_me.engine.handle()
+        self.shared.approve_for_me.engine.handle()
     }
 }
 
@@ -106,7 +112,7 @@ fn action_arguments(action: &Action) -> serde_json::Value {
     v
 }
 
-impl Run<'_> {
+impl Run {
     /// The approve-for-me hook (SPEC AR1): `None` = run the call, `Some(flow)` = return it.
     pub(super) async fn approve_for_me(
         &mut self,
@@ -126,7 +132,7 @@ impl Run<'_> {
             t0,
             None,
         );
-        let agent: &Agent = self.agent;
+        let agent = Arc::clone(&self.agent);
         let afm = &agent.approve_for_me;
         if afm.engine.begin_run(&self.bus_run_id())
             && let Some(fb) = afm.route.as_ref().and_then(|r| r.fallback.as_ref())

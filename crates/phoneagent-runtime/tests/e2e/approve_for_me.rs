@@ -1,11 +1,7 @@
 //! Approve-for-me end to end (SPEC AR1–AR8): the virtual phone over ADB, the scripted model
 //! server acting as both the actor and the auto-reviewer over HTTP, the real SQLite store.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{AutoReviewerAt, Harness, Opts};
+use crate::harness::{AutoReviewerAt, Harness, Opts};
 use phoneagent_protocol::event::{DecidedBy, HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{
     AccessMode, AgentEvent, ApprovalOutcome, ApprovalReview, RunStatus, UserAuthorization,

@@ -1,8 +1,8 @@
-//! Shared setup of the runtime's end-to-end tests: the virtual phone over the ADB protocol and
-//! the scripted model over OpenAI-compatible HTTP, both on loopback, with the real SQLite store.
+//! The shared setup of the runtime's end-to-end tests: the virtual phone over the ADB protocol
+//! and the scripted model over OpenAI-compatible HTTP, both in-process on loopback, with the
+//! real SQLite store (in memory).
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
+use phoneagent_review::auto::AutoReviewConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,6 @@ use phoneagent_llm::config::{ActionProtocol, Profile};
 use phoneagent_llm::{ChatClient, ClientConfig, RetryPolicy};
 use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, AgentEvent, CoordinateSpace, EventEnvelope, RiskTier};
-use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
     Agent, AgentConfig, AgentParts, Approver, ModelRoute, PendingApprovals, RunOutcome,
@@ -31,6 +30,11 @@ pub struct Harness {
     pub events: tokio::sync::broadcast::Receiver<EventEnvelope>,
 }
 
+/// The demo's "buy the first product" script.
+pub const BUY: &str = include_str!("../../../phoneagent-cli/demo/buy.jsonl");
+/// The demo's "draft a mail, don't send it" script.
+pub const DRAFT: &str = include_str!("../../../phoneagent-cli/demo/draft-mail.jsonl");
+
 pub struct Opts {
     pub mode: AccessMode,
     pub protocol: ActionProtocol,
@@ -43,6 +47,17 @@ pub struct Opts {
     pub auto_review: Option<AutoReviewConfig>,
     /// Where the auto-reviewer model is.
     pub auto_reviewer: AutoReviewerAt,
+    /// A safety reviewer whose client has a 2 s timeout and no retries, at this base URL (an
+    /// unreachable endpoint), or at the scripted model when empty (its scripted faults).
+    pub reviewer_url: Option<String>,
+    /// Last word on the agent's configuration.
+    pub config: fn(&mut AgentConfig),
+    /// The space the scripted model answers in (placeholders and oracle).
+    pub model_space: CoordinateSpace,
+    /// Oracle mode of the scripted model (calibration probes answered from the image).
+    pub oracle: Option<phoneagent_testkit::OracleConfig>,
+    /// The actor profile's coordinate space (`Auto` = negotiate, SPEC M4).
+    pub actor_space: CoordinateSpace,
 }
 
 /// Where the approve-for-me reviewer model is.
@@ -71,6 +86,11 @@ impl Default for Opts {
             scenario: None,
             auto_review: None,
             auto_reviewer: AutoReviewerAt::Scripted,
+            reviewer_url: None,
+            config: |_| {},
+            model_space: CoordinateSpace::Relative0999,
+            oracle: None,
+            actor_space: CoordinateSpace::Relative0999,
         }
     }
 }
@@ -94,21 +114,34 @@ pub fn route(base_url: &str, name: &str, protocol: ActionProtocol) -> ModelRoute
     }
 }
 
+/// A route to an endpoint that is expected to fail: 2 s timeout, no retries.
+pub fn failing_route(base_url: &str) -> ModelRoute {
+    let mut profile = Profile::new(base_url, "scripted-model");
+    profile.coordinate_space = CoordinateSpace::Relative0999;
+    let mut cfg = ClientConfig::new(base_url, "scripted-model");
+    cfg.timeout_ms = 2_000;
+    cfg.retry = RetryPolicy {
+        max_retries: 0,
+        ..RetryPolicy::default()
+    };
+    ModelRoute {
+        client: Arc::new(ChatClient::new(cfg).expect("client")),
+        profile_name: "test-reviewer".into(),
+        profile,
+        fallback: None,
+    }
+}
+
 impl Harness {
     pub async fn new(script: &str, opts: Opts) -> Self {
         let sim = SimServer::start(SimConfig::default(), 0)
             .await
             .expect("sim");
         let serial = sim.serials().into_iter().next().expect("serial");
-        if let Some(f) = opts.faults.clone() {
-            sim.phone(&serial).unwrap().set_faults(f);
-        }
-        if let Some(s) = opts.scenario {
-            sim.phone(&serial).unwrap().reset(s).unwrap();
-        }
         let model = ScriptedModel::start(ScriptedModelConfig {
             script: Script::parse_jsonl(script).expect("script"),
-            space: CoordinateSpace::Relative0999,
+            space: opts.model_space,
+            oracle: opts.oracle,
             sim: Some(SimTarget {
                 port: sim.port(),
                 serial: Some(serial.clone()),
@@ -123,28 +156,49 @@ impl Harness {
                 .await
                 .expect("device"),
         );
+        // Faults and the starting screen last, so timed faults (a dialog N ms after the screen
+        // opens) start as close as possible to the run, even on a loaded machine.
+        // (A reset clears the faults, so the screen comes first.)
+        if let Some(s) = opts.scenario {
+            sim.phone(&serial).unwrap().reset(s).unwrap();
+        }
+        if let Some(f) = opts.faults.clone() {
+            sim.phone(&serial).unwrap().set_faults(f);
+        }
         let store = Store::open_in_memory().expect("store");
         let approvals = PendingApprovals::new();
         let base = model.base_url();
         let agent = Agent::new(
             AgentParts {
                 device,
-                actor: route(&base, "test-actor", opts.protocol),
+                actor: {
+                    let mut r = route(&base, "test-actor", opts.protocol);
+                    r.profile.coordinate_space = opts.actor_space;
+                    r
+                },
                 verifier: opts
                     .verifier
                     .then(|| route(&base, "test-verifier", ActionProtocol::Do)),
-                safety_reviewer: opts
-                    .reviewer
-                    .then(|| route(&base, "test-reviewer", ActionProtocol::Do)),
+                safety_reviewer: match &opts.reviewer_url {
+                    Some(url) if url.is_empty() => Some(failing_route(&base)),
+                    Some(url) => Some(failing_route(url)),
+                    None => opts
+                        .reviewer
+                        .then(|| route(&base, "test-reviewer", ActionProtocol::Do)),
+                },
                 approver: Arc::new(approvals.clone()) as Arc<dyn Approver>,
                 recorder: Arc::new(StoreRecorder::new(store.clone())),
                 calibration_cache: None,
             },
-            AgentConfig {
-                mode: opts.mode,
-                max_steps: opts.max_steps,
-                settle_ms: 250,
-                ..AgentConfig::default()
+            {
+                let mut c = AgentConfig {
+                    mode: opts.mode,
+                    max_steps: opts.max_steps,
+                    settle_ms: 250,
+                    ..AgentConfig::default()
+                };
+                (opts.config)(&mut c);
+                c
             },
         );
         let auto_route = match opts.auto_reviewer {

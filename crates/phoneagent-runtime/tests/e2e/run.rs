@@ -1,7 +1,5 @@
-//! End-to-end tests of the runtime: the virtual phone over the ADB protocol and the scripted
-//! model over OpenAI-compatible HTTP, both on loopback, with the real SQLite store.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `Agent::run` end to end: tasks, gates, approvals, freshness, recovery, limits (SPEC R1-R7,
+//! S1-S9, F1-F4).
 
 use std::time::{Duration, Instant};
 
@@ -11,11 +9,7 @@ use phoneagent_protocol::{AccessMode, AgentEvent, RiskTier, RunStatus};
 use phoneagent_sim::Faults;
 use tokio_util::sync::CancellationToken;
 
-mod common;
-use common::{Harness, Opts, gate_decisions};
-
-const BUY: &str = include_str!("../../phoneagent-cli/demo/buy.jsonl");
-const DRAFT: &str = include_str!("../../phoneagent-cli/demo/draft-mail.jsonl");
+use crate::harness::{BUY, DRAFT, Harness, Opts, gate_decisions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buy_in_wary_mode_runs_irreversible_taps_only_after_confirmation() {
@@ -627,5 +621,39 @@ async fn tools_protocol_runs_the_same_task() {
             .get("tools")
             .and_then(|t| t.as_array())
             .is_some_and(|t| !t.is_empty())
+    );
+}
+
+/// Regression (found by the app's WebDriver take-over test): after a `take_over` the human
+/// operated the phone and handed it back; a finish must then not be blocked by the text-only
+/// guard as if nothing had been done on the phone (it looped until max steps before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_after_a_handed_back_take_over_is_not_text_only() {
+    let script = r#"
+{"content": "do(action=\"Take_over\", message=\"Please open the shop for me\")"}
+{"content": "finish(message=\"The shop is open\")"}
+{"content": "finish(message=\"The shop is open\", confirm=True)"}
+"#;
+    let mut h = Harness::new(
+        script,
+        Opts {
+            max_steps: 6,
+            ..Opts::default()
+        },
+    )
+    .await;
+    let answers = h.answer_with(|k| match k {
+        HumanRequestKind::TakeOver { .. } => HumanResponse::HandBack,
+        _ => HumanResponse::Reject { note: None },
+    });
+    let out = h.run("Open the shop").await;
+    answers.abort();
+    let events = h.drain();
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::FinishRejected { .. })),
+        "no finish was rejected after the hand-back"
     );
 }

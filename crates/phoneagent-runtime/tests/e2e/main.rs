@@ -1,0 +1,12 @@
+//! End-to-end tests of the runtime: the virtual phone over the ADB protocol and the scripted
+//! model over OpenAI-compatible HTTP, both on loopback, with the real SQLite store. One test
+//! binary; the shared setup is in `harness`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod approve_for_me;
+mod calibration;
+mod harness;
+mod review;
+mod run;
+mod steps;
