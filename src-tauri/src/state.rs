@@ -502,10 +502,7 @@ impl AppState {
 
     /// Resolve the actor, verifier and safety reviewer through the llm crate's role chain
     /// (keys read from the OS keyring on a blocking thread).
-    async fn routes(
-        &self,
-        cfg: ModelsConfig,
-    ) -> AppResult<Routes> {
+    async fn routes(&self, cfg: ModelsConfig) -> AppResult<Routes> {
         let keys = self.keys.clone();
         let resolved = tokio::task::spawn_blocking(move || {
             let actor = cfg.resolve(Role::Actor, &keys)?;
