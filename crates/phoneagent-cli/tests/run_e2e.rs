@@ -104,11 +104,15 @@ struct Setup {
 impl Setup {
     /// `scenario`: the phone's starting screen; `script`: the model's JSONL answers.
     fn start(scenario: &str, script: &str) -> Self {
+        Self::start_with(scenario, script, &[])
+    }
+
+    /// Like [`Setup::start`], with extra `sim serve` arguments (e.g. `--adbd-port N`).
+    fn start_with(scenario: &str, script: &str, phone_args: &[&str]) -> Self {
         let home = tempfile::tempdir().unwrap();
-        let (phone, line) = spawn_until_line(
-            &["sim", "serve", "--port", "0", "--scenario", scenario],
-            "listening on",
-        );
+        let mut args = vec!["sim", "serve", "--port", "0", "--scenario", scenario];
+        args.extend_from_slice(phone_args);
+        let (phone, line) = spawn_until_line(&args, "listening on");
         // "virtual phone virtual-phone-1 listening on 127.0.0.1:PORT (adb -P PORT devices)"
         let sim_port: u16 = line
             .split("127.0.0.1:")
@@ -331,6 +335,44 @@ fn multi_step_task_completes_and_the_phone_and_history_agree() {
         .map(|e| e["seq"].as_u64().unwrap())
         .collect();
     assert_eq!(seqs, (0..f.events.len() as u64).collect::<Vec<_>>());
+}
+
+/// `phoneagent run --direct HOST:PORT`: the task runs over PhoneAgent's own adbd transport
+/// (no adb server involved: `--adb` points at a closed port), SPEC D1.
+#[test]
+fn run_over_the_direct_adbd_transport_completes_the_task() {
+    let adbd = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = Setup::start_with("home", TO_CHECKOUT, &["--adbd-port", &adbd.to_string()]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let no_server = format!("127.0.0.1:{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let mut cmd = phoneagent();
+    cmd.env("PHONEAGENT_HOME", s.home.path())
+        .args([
+            "--adb",
+            &no_server,
+            "--direct",
+            &format!("127.0.0.1:{adbd}"),
+        ])
+        .args([
+            "run",
+            "Put the first product of the shop in the cart",
+            "--base-url",
+            &s.base_url,
+            "--model",
+            "scripted-model",
+            "--coord-space",
+            "relative_0_999",
+            "--json",
+        ])
+        .stdin(Stdio::null());
+    let f = run_to_end(cmd);
+    assert_eq!(f.code, Some(0), "{}\n{:?}", f.stderr, f.kinds());
+    assert_eq!(f.last()["status"], "succeeded");
+    assert_eq!(s.truth()["cart"].as_array().unwrap().len(), 1);
 }
 
 #[test]

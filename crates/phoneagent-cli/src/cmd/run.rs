@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_device::{AdbDevice, AdbDeviceOptions, ConnectPlan, Device};
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, CoordinateSpace, EventEnvelope, RunStatus};
 use phoneagent_runtime::store_recorder::StoreRecorder;
@@ -94,9 +94,10 @@ pub enum OnApproval {
 
 /// Connect to the phone named by flags/env, through the adb server of `--adb`.
 pub async fn connect_device(g: &Global, serial: Option<&str>) -> anyhow::Result<AdbDevice> {
-    let addr = AdbServerAddr::resolve(g.adb.as_deref())?;
-    let server = AdbServer::new(addr);
-    Ok(AdbDevice::select(server, serial, AdbDeviceOptions::default()).await?)
+    // The same transport choice as `devices`/`doctor` (SPEC D1): `--direct HOST:PORT`, else the
+    // adb server when one answers, else the phone's adbd directly over USB.
+    let plan = ConnectPlan::from_flags(g.adb.as_deref(), g.direct.as_deref());
+    Ok(AdbDevice::connect(&plan, serial, AdbDeviceOptions::default()).await?)
 }
 
 /// Open the run store (PHONEAGENT_HOME or the platform data dir) and report crashed runs.

@@ -371,7 +371,7 @@ fn keyring_secret_never_reaches_the_evidence_or_the_ledger() {
     let home = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let script = format!(
-        "echo -n test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1; exec '{}' inner_keyring_secret_check --exact --ignored --nocapture --test-threads=1",
+        "echo -n test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1; exec '{}' approve_for_me::inner_keyring_secret_check --exact --ignored --nocapture --test-threads=1",
         exe.display()
     );
     let out = std::process::Command::new("timeout")

@@ -17,6 +17,6 @@ verifier: string,
  */
 safety_reviewer: string, 
 /**
- * The approve-for-me reviewer (AR1); kept for when that mode lands.
+ * The approve-for-me reviewer (AR1); empty → falls back like the safety reviewer.
  */
 auto_reviewer: string, };
