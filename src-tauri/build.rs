@@ -40,6 +40,8 @@ fn main() {
         "start_run",
         "stop_run",
         "pause_run",
+        "approval_status",
+        "grant_override",
         "active_run",
         "recent_tasks",
         "get_settings",

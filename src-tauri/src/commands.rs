@@ -132,6 +132,21 @@ pub fn pause_run(state: S<'_>, paused: bool) -> AppResult<()> {
     state.set_paused(paused)
 }
 
+/// Live approve-for-me state of the running task (AR7/AR8), or null outside that mode.
+#[tauri::command]
+pub fn approval_status(state: S<'_>) -> Option<serde_json::Value> {
+    state
+        .approval_status()
+        .and_then(|s| serde_json::to_value(s).ok())
+}
+
+/// One-time override of the `n`-th most recent denial (1 = latest) of the running task (AR7).
+#[tauri::command]
+pub fn grant_override(state: S<'_>, n: u32) -> AppResult<serde_json::Value> {
+    let grant = state.grant_override(n)?;
+    serde_json::to_value(grant).map_err(|e| crate::error::AppError::internal(e.to_string()))
+}
+
 /// Id of the running task ("" while it starts), or null.
 #[tauri::command]
 pub fn active_run(state: S<'_>) -> Option<String> {
@@ -220,6 +235,8 @@ pub const COMMANDS: &[&str] = &[
     "start_run",
     "stop_run",
     "pause_run",
+    "approval_status",
+    "grant_override",
     "active_run",
     "recent_tasks",
     "get_settings",

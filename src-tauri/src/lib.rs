@@ -89,6 +89,8 @@ pub fn run() {
             commands::start_run,
             commands::stop_run,
             commands::pause_run,
+            commands::approval_status,
+            commands::grant_override,
             commands::active_run,
             commands::recent_tasks,
             commands::get_settings,

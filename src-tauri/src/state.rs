@@ -13,7 +13,9 @@ use phoneagent_device::{
 use phoneagent_llm::{ApiKey, KeyStore, ModelsConfig, Role, RoleResolution};
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, AgentEvent, DevicePoint, EventEnvelope};
-use phoneagent_review::auto::AutoReviewConfig;
+use phoneagent_review::auto::{
+    AutoReviewConfig, AutoReviewHandle, AutoReviewStatus, OverrideGrant,
+};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
     Agent, AgentConfig, AgentParts, HumanRequest, Lang, ModelRoute, PendingApprovals,
@@ -60,6 +62,8 @@ struct ActiveRun {
     cancel: CancellationToken,
     /// Pause/resume of this run's agent (set once the agent exists).
     pause: Option<phoneagent_runtime::control::PauseHandle>,
+    /// The approve-for-me engine of this run (AR7/AR8), in that mode only.
+    auto_review: Option<AutoReviewHandle>,
 }
 
 /// The app's managed state.
@@ -615,6 +619,7 @@ impl AppState {
                 run_id: None,
                 cancel: cancel.clone(),
                 pause: None,
+                auto_review: None,
             });
         }
         self.remember_task(&task);
@@ -632,6 +637,8 @@ impl AppState {
         let agent = Arc::new(agent);
         if let Some(r) = lock(&self.run).as_mut() {
             r.pause = Some(agent.pause_handle());
+            r.auto_review =
+                (mode == AccessMode::ApproveForMe).then(|| agent.approve_for_me_handle());
         }
         let mut rx = agent.subscribe();
         let this = self.clone();
@@ -731,6 +738,30 @@ impl AppState {
             }
             None => Err(AppError::new("not_running", "no task is running")),
         }
+    }
+
+    /// Live approve-for-me state of the running task (SPEC AR7/AR8: reviews and failures left,
+    /// breaker counters, recent denials), or `None` when no approve-for-me run is going.
+    pub fn approval_status(&self) -> Option<AutoReviewStatus> {
+        lock(&self.run)
+            .as_ref()
+            .and_then(|r| r.auto_review.as_ref().map(AutoReviewHandle::status))
+    }
+
+    /// One-time override of the `n`-th most recent denial (1 = latest) of the running
+    /// approve-for-me task (SPEC AR7): the identical call may pass once, within the TTL, and the
+    /// reviewer still decides, seeing the grant.
+    ///
+    /// # Errors
+    /// `not_running` without an approve-for-me run; `invalid_input` when `n` names no denial.
+    pub fn grant_override(&self, n: u32) -> AppResult<OverrideGrant> {
+        let handle = lock(&self.run)
+            .as_ref()
+            .and_then(|r| r.auto_review.clone())
+            .ok_or_else(|| AppError::new("not_running", "no approve-for-me task is running"))?;
+        handle
+            .grant_override(n as usize)
+            .map_err(|e| AppError::invalid(e.to_string()))
     }
 
     /// Id of the active run, if one is running.

@@ -90,8 +90,9 @@ class Model:
         self.base_url = line.strip().split("listening on ")[1].split()[0]
         log("scripted model at", self.base_url)
 
-    def script(self, entries):
-        body = json.dumps({"mode": "replace", "entries": entries, "on_exhausted": "repeat_last"}).encode()
+    def script(self, entries, rules=()):
+        body = json.dumps({"mode": "replace", "entries": entries, "rules": list(rules),
+                           "on_exhausted": "repeat_last"}).encode()
         root = self.base_url.rsplit("/v1", 1)[0]
         req = urllib.request.Request(root + "/__script", data=body, method="POST",
                                      headers={"Content-Type": "application/json"})
@@ -305,6 +306,45 @@ def main():
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
 
+    def approve_for_me_override():
+        # Approve for me (SPEC AR7): the reviewer denies the order, the panel lists the denial,
+        # "Allow once" grants a one-time override, the identical call passes exactly once.
+        # The approve-for-me reviewer is a role of its own (no silent fallback to the planner).
+        s.click("#nav-settings")
+        s.js("const el=document.querySelector('#role-auto_reviewer'); el.value='local'; el.dispatchEvent(new Event('change'));")
+        s.click("#save-settings")
+        s.wait_for("#settings-saved", 10)
+        reset(sim_port, "checkout")
+        tap = {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单", reason="Submit the order.")'}
+        verdict = lambda d, auth, why: {"queue": "auto_reviewer", "content": json.dumps({
+            "decision": d, "risk": "high", "user_authorization": auth, "scope": "bounded",
+            "reason": why, "suggestion": "ask the user"})}
+        model.script([
+            tap,
+            verdict("deny", "none", "the task does not authorize an order"),
+            # The user has a few seconds to look at the denial and click "Allow once".
+            {"content": 'do(action="Wait", duration="6 seconds", reason="The reviewer denied the order; wait for the user.")'},
+            tap,
+            {"queue": "granted", "content": json.dumps({"decision": "allow", "risk": "high", "user_authorization": "high",
+                                                          "scope": "bounded", "reason": "the user granted this order once"})},
+            {"content": 'finish(message="Submitted one order.")'},
+            {"content": 'finish(message="Submitted one order.", confirm=True)'},
+        ], rules=[{"queue": "granted", "contains": "[ONE-TIME USER GRANT]"}])
+        start_task(s, "Look at my cart", "approve-for-me")
+        s.wait_for("#auto-approvals", 30)
+        s.wait_for("#afm-denials li", 40)
+        assert "提交订单" in (s.text("#afm-denials") or "") or "tap" in (s.text("#afm-denials") or "")
+        assert truth(sim_port)["orders_placed"] == 0, "a denied order was placed"
+        s.js("document.querySelector('#auto-approvals').scrollIntoView()")
+        shot(s, "approve-for-me.png")
+        s.click("#allow-once-1")
+        s.wait_until("the grant is shown", lambda: "override" in (s.text("#afm-budget") or "").lower()
+                     or "Allowed once" in (s.text("#afm-denials") or ""), 15)
+        s.wait_until("exactly one order", lambda: truth(sim_port)["orders_placed"] == 1, 40)
+        status = wait_run_end(s, 60)
+        assert status == "succeeded", status
+        assert truth(sim_port)["orders_placed"] == 1
+
     def pause_and_resume():
         reset(sim_port, "home")
         model.script([
@@ -352,6 +392,7 @@ def main():
     test("take_over_by_clicking_the_mirror", take_over_by_clicking)
     if os.environ.get("E2E_NOTIFICATION", "1") == "1":
         test("approve_from_notification", approve_from_notification)
+    test("approve_for_me_override", approve_for_me_override)
     test("pause_and_resume", pause_and_resume)
     test("history_replay_and_export", history_and_export)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)

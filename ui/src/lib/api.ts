@@ -20,6 +20,7 @@ import type { StartRunRequest } from './bindings/StartRunRequest';
 import type { VirtualPhone } from './bindings/VirtualPhone';
 import type { EventEnvelope } from './events';
 
+import type { AutoReviewStatus } from './approvals';
 export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
 /** Normalise anything thrown by `invoke` into `{code, message}`. */
@@ -58,6 +59,8 @@ export const api = {
   startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
   stopRun: () => call<void>('stop_run'),
   pauseRun: (paused: boolean) => call<void>('pause_run', { paused }),
+  approvalStatus: () => call<AutoReviewStatus | null>('approval_status'),
+  grantOverride: (n: number) => call<unknown>('grant_override', { n }),
   activeRun: () => call<string | null>('active_run'),
   recentTasks: () => call<string[]>('recent_tasks'),
   getSettings: () => call<AppSettings>('get_settings'),
