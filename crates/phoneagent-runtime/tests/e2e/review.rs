@@ -140,16 +140,19 @@ async fn reversibility_reviewer_summary_is_redacted_then_cut_to_120_chars_en() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finish_verifier_sees_goal_claim_route_and_tail_screens_only() {
-    let script = r#"
-{"content": "do(action=\"Tap\", element={{center:home.app.shop}}, target_description=\"商城\", screen_description=\"Home screen with app icons.\", reason=\"Open the shop app first.\")"}
-{"content": "finish(message=\"The shop is open.\")"}
-{"content": "finish(message=\"The shop is open.\", confirm=True)"}
-{"queue": "verifier", "content": "{\"verdict\": \"pass\", \"reason\": \"the product list is visible\"}"}
-"#;
+/// Run "open the shop" with the finish verifier always on and return the one request body it
+/// was sent; `task`/`claim` in the test's language, the actor's prompt must not leak.
+async fn verifier_request(task: &str, claim: &str) -> Value {
+    let script = format!(
+        r#"
+{{"content": "do(action=\"Tap\", element={{{{center:home.app.shop}}}}, target_description=\"商城\", screen_description=\"Home screen with app icons.\", reason=\"Open the shop app first.\")"}}
+{{"content": "finish(message=\"{claim}\")"}}
+{{"content": "finish(message=\"{claim}\", confirm=True)"}}
+{{"queue": "verifier", "content": "{{\"verdict\": \"pass\", \"reason\": \"the product list is visible\"}}"}}
+"#
+    );
     let mut h = Harness::new(
-        script,
+        &script,
         Opts {
             verifier: true,
             config: |c| c.finish_verify = FinishVerifyMode::Always,
@@ -157,7 +160,7 @@ async fn finish_verifier_sees_goal_claim_route_and_tail_screens_only() {
         },
     )
     .await;
-    let out = h.run("Open the shop app").await;
+    let out = h.run(task).await;
     let _ = h.drain();
     assert_eq!(
         out.status,
@@ -166,12 +169,11 @@ async fn finish_verifier_sees_goal_claim_route_and_tail_screens_only() {
     );
     let bodies = bodies_for(&h, "verifier");
     assert_eq!(bodies.len(), 1);
-    let body = &bodies[0];
-    insta::assert_json_snapshot!("finish_verifier_request", body);
+    let body = bodies[0].clone();
     // Goal, claim and route are there; the actor's prompt and conversation are not.
     let all = body.to_string();
-    assert!(all.contains("Goal: Open the shop app"));
-    assert!(all.contains("Agent's claim: The shop is open."));
+    assert!(all.contains(&format!("Goal: {task}")), "{all}");
+    assert!(all.contains(&format!("Agent's claim: {claim}")), "{all}");
     for leak in [
         "phoneagent-role: actor",
         "Home screen with app icons",
@@ -181,6 +183,19 @@ async fn finish_verifier_sees_goal_claim_route_and_tail_screens_only() {
     }
     let images = all.matches("<data:image/").count();
     assert!((1..=3).contains(&images), "tail screenshots only: {images}");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_verifier_sees_goal_claim_route_and_tail_screens_only() {
+    let body = verifier_request("Open the shop app", "The shop is open.").await;
+    insta::assert_json_snapshot!("finish_verifier_request", body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_verifier_request_zh() {
+    let body = verifier_request("打开商城应用", "商城已打开。").await;
+    insta::assert_json_snapshot!("finish_verifier_request_zh", body);
 }
 
 /// One soft candidate (bare 删除 on the settings screen) in reviewer mode; the run must stop it.
