@@ -10,7 +10,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config curl file libssl-dev \
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev \
-  xvfb xauth dbus dbus-x11 webkit2gtk-driver dunst imagemagick \
+  xvfb xauth python3 dbus dbus-x11 webkit2gtk-driver dunst imagemagick \
   gnome-keyring libsecret-tools libdbus-1-dev keyutils xdotool \
   fonts-wqy-microhei fonts-dejavu-core \
   adb >/dev/null
