@@ -1768,6 +1768,16 @@ impl Run {
     }
 
     async fn ask_human(&mut self, kind: HumanRequestKind, detail: String) -> HumanResponse {
+        self.ask_human_with_id(kind, detail).await.1
+    }
+
+    /// Ask the human through the approver with the `human_requested` / `human_resolved`
+    /// events around it; returns the request id too (the approve-for-me ledger keeps it).
+    async fn ask_human_with_id(
+        &mut self,
+        kind: HumanRequestKind,
+        detail: String,
+    ) -> (String, HumanResponse) {
         self.set_phase(Phase::AwaitingHuman);
         let id = uuid::Uuid::new_v4().to_string();
         let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
@@ -1786,12 +1796,12 @@ impl Run {
         let t0 = Instant::now();
         let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
         self.bus.emit(AgentEvent::HumanResolved {
-            request_id: id,
+            request_id: id.clone(),
             response: resp.clone(),
             decided_by: DecidedBy::Human,
             latency_ms: t0.elapsed().as_millis() as u64,
         });
-        resp
+        (id, resp)
     }
 
     async fn dispatch_and_verify(

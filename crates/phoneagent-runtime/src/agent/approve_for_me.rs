@@ -17,7 +17,7 @@ use std::time::Instant;
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
 use phoneagent_protocol::event::{DecidedBy, GateOutcome, HumanRequestKind, HumanResponse};
-use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, Phase, RiskTier, RunStatus};
+use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, RiskTier, RunStatus};
 use phoneagent_review::auto::{
     ApprovalInput, ArgumentsInput, AutoAction, AutoReview, AutoReviewConfig, AutoReviewError,
     AutoReviewHandle, ReviewerRoute,
@@ -25,9 +25,7 @@ use phoneagent_review::auto::{
 
 use super::{Agent, Flow, ModelRoute, Obs, Run};
 use crate::adapters;
-use crate::approver::HumanRequest;
 use crate::config::Lang;
-use crate::now_ms;
 
 /// The approve-for-me engine of an agent and the reviewer route (for token accounting).
 pub(crate) struct ApproveForMe {
@@ -241,7 +239,7 @@ impl Run {
                     Lang::Zh => format!("\n\n替我审批将此请求交给你：{}", rec.reason),
                 });
                 let (human_id, resp) = self
-                    .ask_approval(
+                    .ask_human_with_id(
                         HumanRequestKind::Approval {
                             tool: action.kind.name().into(),
                             target,
@@ -297,38 +295,5 @@ impl Run {
                 }
             }
         }
-    }
-
-    /// The human approval path for a delegated request: the same events and approver as
-    /// `hard` mode, returning the request id for the ledger.
-    async fn ask_approval(
-        &mut self,
-        kind: HumanRequestKind,
-        detail: String,
-    ) -> (String, HumanResponse) {
-        self.set_phase(Phase::AwaitingHuman);
-        let id = uuid::Uuid::new_v4().to_string();
-        let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
-        self.bus.emit(AgentEvent::HumanRequested {
-            request_id: id.clone(),
-            request: kind.clone(),
-            expires_at_ms: expires,
-        });
-        let req = HumanRequest {
-            id: id.clone(),
-            kind,
-            expires_at_ms: expires,
-            task: self.task.clone(),
-            detail,
-        };
-        let t0 = Instant::now();
-        let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
-        self.bus.emit(AgentEvent::HumanResolved {
-            request_id: id.clone(),
-            response: resp.clone(),
-            decided_by: DecidedBy::Human,
-            latency_ms: t0.elapsed().as_millis() as u64,
-        });
-        (id, resp)
     }
 }
