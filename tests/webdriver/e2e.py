@@ -209,9 +209,9 @@ def main():
         s.click("#nav-settings")
         s.type("#profile-url-0", model.base_url)
         s.type("#profile-model-0", "scripted")
-        s.js("const el=document.querySelector('#profile-space-0'); el.value='relative_0_999'; el.dispatchEvent(new Event('change'));")
+        s.select("#profile-space-0", "relative_0_999")
         # The scripted model answers every role from one script: keep the verifier out of it.
-        s.js("const el=document.querySelector('#finish-verify'); el.value='off'; el.dispatchEvent(new Event('change'));")
+        s.select("#finish-verify", "off")
         s.click("#save-settings")
         s.wait_for("#settings-saved", 10)
         s.type("#key-input-0", SECRET)
@@ -311,7 +311,7 @@ def main():
         # "Allow once" grants a one-time override, the identical call passes exactly once.
         # The approve-for-me reviewer is a role of its own (no silent fallback to the planner).
         s.click("#nav-settings")
-        s.js("const el=document.querySelector('#role-auto_reviewer'); el.value='local'; el.dispatchEvent(new Event('change'));")
+        s.select("#role-auto_reviewer", "local")
         s.click("#save-settings")
         s.wait_for("#settings-saved", 10)
         reset(sim_port, "checkout")

@@ -55,6 +55,16 @@ class Session:
     def js(self, script, *args):
         return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
 
+    def select(self, css, value, timeout=20):
+        """Choose `value` in the <select> matching `css`, waiting for it to be rendered first
+        (panels load their data asynchronously), and fire `change` as a user's choice would."""
+        el = self.wait_for(css, timeout)
+        ok = self.js("const el=arguments[0]; if (![...el.options].some(o => o.value === arguments[1])) return false;"
+                     " el.value=arguments[1]; el.dispatchEvent(new Event('change')); return true;",
+                     {ELEMENT: el}, value)
+        if not ok:
+            raise WebDriverError(f"{css} has no option {value!r}")
+
     def find(self, css):
         els = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
         return [e[ELEMENT] for e in els]
