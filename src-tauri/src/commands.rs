@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use phoneagent_protocol::EventEnvelope;
+use phoneagent_protocol::{ApprovalReview, EventEnvelope};
+use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Emitter, State};
 
@@ -15,7 +16,7 @@ use crate::dto::{
     VirtualPhone, event_names,
 };
 use crate::error::AppResult;
-use crate::settings::AppSettings;
+use crate::settings::{AppSettings, ApprovalPolicySettings};
 use crate::state::{AppState, UiSink};
 
 type S<'a> = State<'a, Arc<AppState>>;
@@ -134,17 +135,45 @@ pub fn pause_run(state: S<'_>, paused: bool) -> AppResult<()> {
 
 /// Live approve-for-me state of the running task (AR7/AR8), or null outside that mode.
 #[tauri::command]
-pub fn approval_status(state: S<'_>) -> Option<serde_json::Value> {
-    state
-        .approval_status()
-        .and_then(|s| serde_json::to_value(s).ok())
+pub fn approval_status(state: S<'_>) -> Option<AutoReviewStatus> {
+    state.approval_status()
 }
 
 /// One-time override of the `n`-th most recent denial (1 = latest) of the running task (AR7).
 #[tauri::command]
-pub fn grant_override(state: S<'_>, n: u32) -> AppResult<serde_json::Value> {
-    let grant = state.grant_override(n)?;
-    serde_json::to_value(grant).map_err(|e| crate::error::AppError::internal(e.to_string()))
+pub fn grant_override(state: S<'_>, n: u32) -> AppResult<OverrideGrant> {
+    state.grant_override(n)
+}
+
+/// Switch the running task's approve-for-me reviewer off (`suspended = true`: a person decides)
+/// or back on (AR8).
+#[tauri::command]
+pub fn set_auto_review_suspended(state: S<'_>, suspended: bool) -> AppResult<AutoReviewStatus> {
+    state.set_auto_review_suspended(suspended)
+}
+
+/// The approve-for-me policy (rules, tool table, gate options) and its source (AR2–AR7).
+#[tauri::command(async)]
+pub fn get_approval_policy(state: S<'_>) -> AppResult<ApprovalPolicySettings> {
+    state.approval_policy()
+}
+
+/// Validate and save the approve-for-me policy (used from the next run).
+#[tauri::command(async)]
+pub fn save_approval_policy(state: S<'_>, config: AutoReviewConfig) -> AppResult<()> {
+    state.save_approval_policy(&config)
+}
+
+/// The approve-for-me ledger of a run (AR8), rebuilt from its events.
+#[tauri::command(async)]
+pub fn approval_reviews(state: S<'_>, run_id: String) -> AppResult<Vec<ApprovalReview>> {
+    state.approval_reviews(&run_id)
+}
+
+/// Set the app's language (`en`/`zh`) for the UI and the reasons of later runs.
+#[tauri::command(async)]
+pub fn set_language(state: S<'_>, lang: String) -> AppResult<()> {
+    state.set_language(&lang)
 }
 
 /// Id of the running task ("" while it starts), or null.
@@ -237,6 +266,11 @@ pub const COMMANDS: &[&str] = &[
     "pause_run",
     "approval_status",
     "grant_override",
+    "set_auto_review_suspended",
+    "get_approval_policy",
+    "save_approval_policy",
+    "approval_reviews",
+    "set_language",
     "active_run",
     "recent_tasks",
     "get_settings",

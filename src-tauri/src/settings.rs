@@ -5,15 +5,69 @@
 
 use phoneagent_llm::{ActionProtocol, ModelsConfig, Price, Profile, Role};
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
+use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::FinishVerifyMode;
 use phoneagent_store::Store;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 use ts_rs::TS;
 
 use crate::error::{AppError, AppResult};
 
 /// Key of the settings row in the store.
 pub const SETTINGS_KEY: &str = "app.settings";
+
+/// Key of the approve-for-me policy (SPEC AR2–AR7) in the store's settings table.
+pub const APPROVAL_POLICY_KEY: &str = "app.approval_policy";
+
+/// The approve-for-me policy the Settings page edits (SPEC AR2–AR7, issue 7): routing rules,
+/// the per-tool table, the default policy and the gate options, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ApprovalPolicySettings {
+    /// The whole configuration (every option; the page edits the common ones and keeps the
+    /// rest as loaded).
+    pub config: AutoReviewConfig,
+    /// `settings` (saved from the app), the path of `approval-policy.toml`/`.json` next to the
+    /// database (used until the app saves a policy), or `defaults`.
+    pub source: String,
+}
+
+impl ApprovalPolicySettings {
+    /// The policy runs use: the one saved in the app's settings, else
+    /// `approval-policy.toml`/`.json` in `dir` (next to the database), else the defaults.
+    ///
+    /// # Errors
+    /// `invalid_input` when the file is invalid (the message names the file and the problem);
+    /// store errors.
+    pub fn load(store: &Store, dir: &Path) -> AppResult<Self> {
+        if let Some(config) = store.setting::<AutoReviewConfig>(APPROVAL_POLICY_KEY)? {
+            return Ok(Self {
+                config,
+                source: "settings".into(),
+            });
+        }
+        let (config, file) =
+            AutoReviewConfig::load_from_dir(dir).map_err(|e| AppError::invalid(e.to_string()))?;
+        Ok(Self {
+            config,
+            source: file.map_or_else(|| "defaults".into(), |f| f.display().to_string()),
+        })
+    }
+
+    /// Validate (every rule's regex compiles, the breaker window is consistent) and save in the
+    /// store; from then on runs use it instead of a policy file.
+    ///
+    /// # Errors
+    /// `invalid_input` naming the rule or option that is wrong; store errors.
+    pub fn save(store: &Store, config: &AutoReviewConfig) -> AppResult<()> {
+        config
+            .validate(Path::new("app settings"))
+            .map_err(|e| AppError::invalid(e.to_string()))?;
+        store.set_setting(APPROVAL_POLICY_KEY, config)?;
+        Ok(())
+    }
+}
 
 /// One model endpoint the user configured (SPEC M1, M4, M6, U5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -300,6 +354,7 @@ pub fn parse_mode(s: &str) -> AppResult<AccessMode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use phoneagent_protocol::ApprovalPolicy;
 
     #[test]
     fn defaults_are_valid_and_round_trip_through_sqlite() {
@@ -331,5 +386,51 @@ mod tests {
         );
         assert!(parse_mode("yolo").is_err());
         assert_eq!(parse_mode("hard").unwrap(), AccessMode::Hard);
+    }
+
+    #[test]
+    fn approval_policy_comes_from_settings_then_the_file_then_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory().unwrap();
+        let p = ApprovalPolicySettings::load(&store, dir.path()).unwrap();
+        assert_eq!(p.source, "defaults");
+        assert_eq!(p.config, AutoReviewConfig::default());
+        std::fs::write(
+            dir.path().join("approval-policy.toml"),
+            "default_policy = \"human\"\n",
+        )
+        .unwrap();
+        let p = ApprovalPolicySettings::load(&store, dir.path()).unwrap();
+        assert!(p.source.ends_with("approval-policy.toml"), "{}", p.source);
+        assert_eq!(p.config.default_policy, ApprovalPolicy::Human);
+        let mut cfg = p.config;
+        cfg.tools.insert("swipe".into(), ApprovalPolicy::Never);
+        ApprovalPolicySettings::save(&store, &cfg).unwrap();
+        let p = ApprovalPolicySettings::load(&store, dir.path()).unwrap();
+        assert_eq!(p.source, "settings");
+        assert_eq!(p.config, cfg);
+    }
+
+    #[test]
+    fn an_invalid_rule_is_refused_with_its_number_and_nothing_is_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory().unwrap();
+        let mut cfg = AutoReviewConfig::default();
+        cfg.rules.push(phoneagent_review::auto::PolicyRule {
+            pattern: "(unclosed".into(),
+            policy: ApprovalPolicy::Never,
+            field: phoneagent_review::auto::RuleField::Reason,
+            note: None,
+        });
+        let err = ApprovalPolicySettings::save(&store, &cfg).unwrap_err();
+        assert_eq!(err.code, "invalid_input");
+        assert!(err.message.contains("rule 1"), "{}", err.message);
+        assert!(err.message.contains("app settings"), "{}", err.message);
+        assert_eq!(
+            ApprovalPolicySettings::load(&store, dir.path())
+                .unwrap()
+                .source,
+            "defaults"
+        );
     }
 }

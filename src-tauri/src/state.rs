@@ -11,6 +11,7 @@ use phoneagent_device::{
     AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device, DeviceState, Transport,
 };
 use phoneagent_llm::{ApiKey, KeyStore, ModelsConfig, Role, RoleResolution};
+use phoneagent_protocol::ApprovalReview;
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, AgentEvent, DevicePoint, EventEnvelope};
 use phoneagent_review::auto::{
@@ -31,7 +32,7 @@ use crate::dto::{
 };
 use crate::error::{AppError, AppResult};
 use crate::notify::Notifier;
-use crate::settings::{AppSettings, parse_mode};
+use crate::settings::{AppSettings, ApprovalPolicySettings, parse_mode};
 
 /// Settings key of the recent tasks list.
 pub const RECENT_TASKS_KEY: &str = "app.recent_tasks";
@@ -625,13 +626,12 @@ impl AppState {
         self.remember_task(&task);
         let mut agent = Agent::new(parts, config);
         if mode == AccessMode::ApproveForMe {
-            // SPEC AR1: the policy table, rules and gate options from `approval-policy.toml`
-            // (or `.json`) next to the database, else the defaults; reviewer = `auto_reviewer`.
-            let dir = self.db_path.parent().unwrap_or(std::path::Path::new("."));
-            let (policy, _source) = AutoReviewConfig::load_from_dir(dir)
-                .map_err(|e| AppError::invalid(e.to_string()))?;
+            // SPEC AR1: the policy table, rules and gate options saved in Settings, else
+            // `approval-policy.toml` (or `.json`) next to the database, else the defaults;
+            // reviewer = the `auto_reviewer` role.
+            let policy = ApprovalPolicySettings::load(&self.store, self.config_dir())?;
             agent = agent
-                .with_approve_for_me(policy, auto_reviewer)
+                .with_approve_for_me(policy.config, auto_reviewer)
                 .map_err(|e| AppError::invalid(e.to_string()))?;
         }
         let agent = Arc::new(agent);
@@ -762,6 +762,69 @@ impl AppState {
         handle
             .grant_override(n as usize)
             .map_err(|e| AppError::invalid(e.to_string()))
+    }
+
+    /// Switch the approve-for-me reviewer of the running task off (`true`: requests the policy
+    /// sends to the reviewer go to the human instead) or back on (SPEC AR8, the Approvals
+    /// tab's switch). `never` rules keep denying either way.
+    ///
+    /// # Errors
+    /// `not_running` without an approve-for-me run.
+    pub fn set_auto_review_suspended(&self, suspended: bool) -> AppResult<AutoReviewStatus> {
+        let handle = lock(&self.run)
+            .as_ref()
+            .and_then(|r| r.auto_review.clone())
+            .ok_or_else(|| AppError::new("not_running", "no approve-for-me task is running"))?;
+        handle.set_suspended(suspended);
+        Ok(handle.status())
+    }
+
+    /// The directory next to the database, where `approval-policy.toml` is looked up.
+    fn config_dir(&self) -> &std::path::Path {
+        self.db_path.parent().unwrap_or(std::path::Path::new("."))
+    }
+
+    /// The approve-for-me policy runs will use, and where it comes from (SPEC AR2–AR7).
+    ///
+    /// # Errors
+    /// `invalid_input` when `approval-policy.toml` next to the database is invalid.
+    pub fn approval_policy(&self) -> AppResult<ApprovalPolicySettings> {
+        ApprovalPolicySettings::load(&self.store, self.config_dir())
+    }
+
+    /// Validate and save the approve-for-me policy; used from the next approve-for-me run.
+    ///
+    /// # Errors
+    /// `invalid_input` naming the wrong rule or option.
+    pub fn save_approval_policy(&self, config: &AutoReviewConfig) -> AppResult<()> {
+        ApprovalPolicySettings::save(&self.store, config)
+    }
+
+    /// Set the app's language (`en`/`zh`): the UI's, and that of receipts and reviewer reasons
+    /// of the runs started from now on (issue 7: reasons follow the app's language).
+    ///
+    /// # Errors
+    /// `invalid_input` for another language.
+    pub fn set_language(&self, lang: &str) -> AppResult<()> {
+        let mut s = self.settings()?;
+        if !matches!(lang, "en" | "zh") {
+            return Err(AppError::invalid(format!(
+                "language {lang:?}: use en or zh"
+            )));
+        }
+        s.lang = lang.to_string();
+        self.store
+            .set_setting(crate::settings::SETTINGS_KEY, &s)
+            .map_err(AppError::from)
+    }
+
+    /// The approve-for-me ledger of a run (SPEC AR8): one row per approval request, in order,
+    /// rebuilt from the run's events.
+    ///
+    /// # Errors
+    /// `invalid_input` for a malformed id; store errors.
+    pub fn approval_reviews(&self, id: &str) -> AppResult<Vec<ApprovalReview>> {
+        Ok(self.store.approval_reviews(Self::run_uuid(id)?)?)
     }
 
     /// Id of the active run, if one is running.

@@ -159,6 +159,8 @@ def start_task(s, task, mode):
 
 
 def wait_run_end(s, timeout=60):
+    # The run's end is shown in the timeline (the right column may show the Approvals tab).
+    s.click("#tab-timeline")
     s.wait_for("#run-finished", timeout)
     s.wait_for("#start-run", 20)
     return s.attr("#run-finished", "data-status")
@@ -331,19 +333,80 @@ def main():
             {"content": 'finish(message="Submitted one order.", confirm=True)'},
         ], rules=[{"queue": "granted", "contains": "[ONE-TIME USER GRANT]"}])
         start_task(s, "Look at my cart", "approve-for-me")
+        s.click("#tab-approvals")
         s.wait_for("#auto-approvals", 30)
         s.wait_for("#afm-denials li", 40)
         assert "提交订单" in (s.text("#afm-denials") or "") or "tap" in (s.text("#afm-denials") or "")
         assert truth(sim_port)["orders_placed"] == 0, "a denied order was placed"
-        s.js("document.querySelector('#auto-approvals').scrollIntoView()")
+        # The Approvals tab's ledger has the denial with the reviewer's risk and authorization.
+        s.wait_for("#approval-ledger [data-outcome='denied']", 15)
+        row = s.text("#approval-ledger [data-outcome='denied']") or ""
+        assert "the task does not authorize an order" in row and "high" in row and "none" in row, row
+        assert s.attr("#approval-ledger [data-outcome='denied']", "data-decided-by") == "auto_reviewer"
         shot(s, "approve-for-me.png")
         s.click("#allow-once-1")
         s.wait_until("the grant is shown", lambda: "override" in (s.text("#afm-budget") or "").lower()
                      or "Allowed once" in (s.text("#afm-denials") or ""), 15)
         s.wait_until("exactly one order", lambda: truth(sim_port)["orders_placed"] == 1, 40)
+        s.wait_for("#approval-ledger [data-outcome='allowed']", 20)
+        allowed = s.text("#approval-ledger [data-outcome='allowed']") or ""
+        assert "one-time override" in allowed and "the user granted this order once" in allowed, allowed
+        shot(s, "approvals-tab.png")
         status = wait_run_end(s, 60)
         assert status == "succeeded", status
         assert truth(sim_port)["orders_placed"] == 1
+
+    def approvals_tab_policy_switch_and_language():
+        # Issue 7: the policy is edited in Settings (a rule that never allows orders, a tool
+        # entry), the Approvals tab's switch sends the reviewer's requests to the human, and
+        # reasons follow the app's language.
+        s.click("#nav-settings")
+        s.click("#afm-add-rule")
+        s.type("#afm-rule-pattern-0", "(?i)submit the order")
+        s.select("#afm-rule-policy-0", "never")
+        s.type("#afm-rule-note-0", "no orders unattended")
+        s.select("#afm-tool-swipe", "human")
+        s.click("#save-approval-policy")
+        s.wait_for("#policy-saved", 10)
+        assert "app settings" in (s.text("#policy-source") or ""), s.text("#policy-source")
+        s.click("#toggle-lang")  # → 中文, saved for the next runs
+        reset(sim_port, "checkout")
+        model.script([
+            {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单", reason="Submit the order.")'},
+            {"content": 'do(action="Wait", duration="4 seconds", reason="The order was refused; wait.")'},
+            {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单", reason="Press the button.")'},
+            {"content": 'finish(message="Nothing ordered.")'},
+            {"content": 'finish(message="Nothing ordered.", confirm=True)'},
+        ])
+        start_task(s, "看看购物车", "approve-for-me")
+        s.click("#tab-approvals")
+        s.wait_for("#approval-ledger [data-decided-by='rule']", 30)
+        row = s.text("#approval-ledger [data-decided-by='rule']") or ""
+        assert "rule:1" in row and "never" in row, row
+        assert "审批策略" in row, f"the reason is not in the app's language: {row}"
+        # Switch the reviewer off: the next request the policy gives the reviewer comes to me.
+        s.click("#afm-enabled")
+        s.wait_until("the switch is off", lambda: s.js("return document.querySelector('#afm-enabled').checked") is False, 10)
+        s.wait_for("#approval-dialog", 30)
+        s.click("#reject-btn")
+        s.wait_gone("#approval-dialog", 15)
+        s.wait_for("#approval-ledger [data-decided-by='human']", 20)
+        human = s.text("#approval-ledger [data-decided-by='human']") or ""
+        assert "suspended_by_user" in human, human
+        wait_run_end(s, 60)
+        assert truth(sim_port)["orders_placed"] == 0, "an order was placed"
+        # History shows the same ledger for the finished run.
+        s.click("#nav-history")
+        s.click("#runs-list button.run")
+        s.click("#history-tab-ledger")
+        s.wait_for("#approval-ledger [data-decided-by='rule']", 15)
+        # Back to English and the default policy for the tests after this one.
+        s.click("#toggle-lang")
+        s.click("#nav-settings")
+        s.click("#afm-rule-remove-0")
+        s.select("#afm-tool-swipe", "")
+        s.click("#save-approval-policy")
+        s.wait_for("#policy-saved", 10)
 
     def pause_and_resume():
         reset(sim_port, "home")
@@ -393,6 +456,7 @@ def main():
     if os.environ.get("E2E_NOTIFICATION", "1") == "1":
         test("approve_from_notification", approve_from_notification)
     test("approve_for_me_override", approve_for_me_override)
+    test("approvals_tab_policy_switch_and_language", approvals_tab_policy_switch_and_language)
     test("pause_and_resume", pause_and_resume)
     test("history_replay_and_export", history_and_export)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)

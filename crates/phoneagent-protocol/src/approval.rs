@@ -12,6 +12,7 @@ use crate::safety::RiskTier;
 /// What the auto-reviewer said (SPEC AR1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum ReviewDecision {
     /// Run the call.
     Allow,
@@ -37,6 +38,7 @@ impl ReviewDecision {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum ReviewRisk {
     /// Routine.
     Low,
@@ -68,6 +70,7 @@ impl ReviewRisk {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum UserAuthorization {
     /// Nothing the user said covers it.
     #[default]
@@ -95,6 +98,7 @@ impl UserAuthorization {
 /// Routing result of the policy (SPEC AR2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum ApprovalPolicy {
     /// Ask the auto-reviewer model.
     #[default]
@@ -119,6 +123,7 @@ impl ApprovalPolicy {
 /// Final outcome of one approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum ApprovalOutcome {
     /// The call ran.
     Allowed,
@@ -138,6 +143,7 @@ impl ApprovalOutcome {
 
 /// Circuit-breaker counters after a request (SPEC AR4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct BreakerState {
     /// Reviewer denials in a row (an allow resets it; failures and human decisions don't count).
     pub consecutive_denials: u32,
@@ -153,6 +159,7 @@ pub struct BreakerState {
 /// Emitted once per request, after the final decision (after the human answered when it was
 /// delegated). Never carries secrets: `target`, `arguments`, `reason` are redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct ApprovalReview {
     /// Unique id of the request (`ar-<uuid>`).
     pub request_id: String,
@@ -201,8 +208,10 @@ pub struct ApprovalReview {
     /// Reviewer route: model name.
     pub reviewer_model: Option<String>,
     /// Time of the reviewer call, ms (absent when none was made).
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
     pub review_latency_ms: Option<u64>,
     /// Time from request to final decision, ms (includes the human's wait).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub latency_ms: u64,
     /// Reviews left in this run's budget after this request.
     pub reviews_left: u32,

@@ -118,6 +118,7 @@ pub struct MappedPoint {
 /// Who made a gate or approval decision (SPEC S9, AR8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum DecidedBy {
     /// The deterministic rules of the gate.
     Rule,

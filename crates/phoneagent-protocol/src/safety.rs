@@ -61,6 +61,7 @@ impl std::fmt::Display for AccessMode {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum RiskTier {
     /// No policy hit.
     #[default]

@@ -961,3 +961,43 @@ async fn secrets_in_arguments_never_reach_the_reviewer_or_the_record() {
     }
     assert!(body.contains("Lu Xun"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_the_reviewer_off_sends_ai_requests_to_the_human_but_never_rules_still_deny() {
+    let mut cfg = AutoReviewConfig::default();
+    cfg.rules.push(phoneagent_review::auto::PolicyRule {
+        pattern: "(?i)delete".into(),
+        policy: ApprovalPolicy::Never,
+        field: phoneagent_review::auto::RuleField::Reason,
+        note: None,
+    });
+    let (m, e) = engine_with(&[ans("allow", "low", "high", "bounded")], cfg).await;
+    let handle = e.handle();
+    handle.set_suspended(true);
+    assert!(handle.status().suspended);
+    let d = e
+        .decide("ar-off", &input(), Lang::Zh, &CancellationToken::new())
+        .await;
+    assert_eq!(d.action, AutoAction::Delegate);
+    assert_eq!(d.record.gate.as_deref(), Some("suspended_by_user"));
+    assert_eq!(
+        d.record.policy,
+        ApprovalPolicy::Ai,
+        "the ledger keeps what the policy said"
+    );
+    assert!(d.record.reason.contains("替我审批"), "{}", d.record.reason);
+    assert!(m.chat_requests().is_empty(), "no reviewer call while off");
+    let mut del = input();
+    del.model_reason = Some("Delete the chat".into());
+    let never = decide(&e, "ar-del", &del).await;
+    assert_eq!(
+        never.action,
+        AutoAction::Deny,
+        "switching off never loosens a rule"
+    );
+    // Back on: the reviewer decides again.
+    handle.set_suspended(false);
+    let on = decide(&e, "ar-on", &input()).await;
+    assert_eq!(on.action, AutoAction::Allow);
+    assert_eq!(m.chat_requests().len(), 1);
+}

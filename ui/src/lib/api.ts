@@ -20,7 +20,12 @@ import type { StartRunRequest } from './bindings/StartRunRequest';
 import type { VirtualPhone } from './bindings/VirtualPhone';
 import type { EventEnvelope } from './events';
 
-import type { AutoReviewStatus } from './approvals';
+import type { AutoReviewStatus } from './bindings/AutoReviewStatus';
+import type { OverrideGrant } from './bindings/OverrideGrant';
+import type { ApprovalReview } from './bindings/ApprovalReview';
+import type { ApprovalPolicySettings } from './bindings/ApprovalPolicySettings';
+import type { AutoReviewConfig } from './bindings/AutoReviewConfig';
+export type { AutoReviewStatus, OverrideGrant, ApprovalReview, ApprovalPolicySettings, AutoReviewConfig };
 export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
 /** Normalise anything thrown by `invoke` into `{code, message}`. */
@@ -60,7 +65,12 @@ export const api = {
   stopRun: () => call<void>('stop_run'),
   pauseRun: (paused: boolean) => call<void>('pause_run', { paused }),
   approvalStatus: () => call<AutoReviewStatus | null>('approval_status'),
-  grantOverride: (n: number) => call<unknown>('grant_override', { n }),
+  grantOverride: (n: number) => call<OverrideGrant>('grant_override', { n }),
+  setAutoReviewSuspended: (suspended: boolean) => call<AutoReviewStatus>('set_auto_review_suspended', { suspended }),
+  getApprovalPolicy: () => call<ApprovalPolicySettings>('get_approval_policy'),
+  saveApprovalPolicy: (config: AutoReviewConfig) => call<void>('save_approval_policy', { config }),
+  approvalReviews: (runId: string) => call<ApprovalReview[]>('approval_reviews', { runId }),
+  setLanguage: (lang: 'en' | 'zh') => call<void>('set_language', { lang }),
   activeRun: () => call<string | null>('active_run'),
   recentTasks: () => call<string[]>('recent_tasks'),
   getSettings: () => call<AppSettings>('get_settings'),

@@ -63,13 +63,3 @@ export function takeOverActive(s: ApprovalsState): Pending | null {
   return s.pending.find((p) => p.request.type === 'take_over') ?? null;
 }
 
-/** Live approve-for-me state (`approval_status`; Rust `AutoReviewStatus`, SPEC AR7/AR8). */
-export interface AutoReviewStatus {
-  run_id: string | null;
-  reviews_used: number;
-  reviews_left: number;
-  failures_left: number;
-  breaker: { consecutive_denials: number; [k: string]: unknown };
-  pending_overrides: number;
-  recent_denials: { n: number; request_id: string; tool: string; target: string; reason: string; at_ms: number }[];
-}

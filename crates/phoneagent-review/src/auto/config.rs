@@ -16,6 +16,7 @@ pub const POLICY_FILE_NAMES: [&str; 2] = ["approval-policy.toml", "approval-poli
 /// What happens when an allow exceeds `max_auto_allow_risk` (SPEC AR3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum OnRiskExceeded {
     /// Hand the request to the human (default).
     #[default]
@@ -29,6 +30,7 @@ pub enum OnRiskExceeded {
 /// Fallback for uncertain verdicts, reviewer failures and exhausted budgets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum Fallback {
     /// Hand the request to the human (default).
     #[default]
@@ -40,6 +42,7 @@ pub enum Fallback {
 /// What a tripped circuit breaker does (SPEC AR4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum BreakerAction {
     /// End the run after the denial that tripped it is returned to the model (default).
     #[default]
@@ -53,6 +56,7 @@ pub enum BreakerAction {
 /// Which text a rule's regex is matched against (SPEC AR2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum RuleField {
     /// The model's reason for the action (default).
     #[default]
@@ -77,6 +81,7 @@ impl RuleField {
 /// One ordered routing rule: the first rule whose `pattern` matches decides the policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct PolicyRule {
     /// A regex (Rust `regex` syntax; `(?i)` for case-insensitive).
     pub pattern: String,
@@ -93,6 +98,7 @@ pub struct PolicyRule {
 /// Per-run review budget (SPEC AR4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct ReviewBudget {
     /// Reviewer calls allowed per run (default 20).
     pub max_reviews: u32,
@@ -112,6 +118,7 @@ impl Default for ReviewBudget {
 /// Circuit breaker (SPEC AR4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct BreakerConfig {
     /// Consecutive reviewer denials that trip it (default 3; 0 turns the rule off).
     pub consecutive_denials: u32,
@@ -137,8 +144,10 @@ impl Default for BreakerConfig {
 /// One-time override (SPEC AR7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct OverrideConfig {
     /// How long a grant waits to be used, ms (default 300000 = 5 min; 0 = no expiry).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub ttl_ms: u64,
     /// How many recent denials a grant can point at (default 10).
     pub max_pending: usize,
@@ -156,10 +165,12 @@ impl Default for OverrideConfig {
 /// Verdict cache (SPEC AR8): off by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct CacheConfig {
     /// On/off (default off).
     pub enabled: bool,
     /// Entry lifetime, ms (default 60000).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub ttl_ms: u64,
     /// Size bound; the oldest entry is evicted beyond it (default 256).
     pub max_entries: usize,
@@ -195,6 +206,7 @@ impl Default for CacheConfig {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct AutoReviewConfig {
     /// Policy when no rule and no tool entry matches (default `ai`).
     pub default_policy: ApprovalPolicy,
@@ -212,6 +224,7 @@ pub struct AutoReviewConfig {
     /// Reviewer timeout, error, truncated or invalid answer, or no reviewer (default delegate).
     pub on_reviewer_failure: Fallback,
     /// Hard timeout of one reviewer call, ms (default 120000).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub timeout_ms: u64,
     /// Output token cap of the reviewer (default 600).
     pub max_tokens: u32,
@@ -339,7 +352,13 @@ impl AutoReviewConfig {
         Ok((Self::default(), None))
     }
 
-    fn validate(&self, origin: &Path) -> Result<(), AutoReviewError> {
+    /// Check what serde cannot: every rule's regex compiles, the breaker window is consistent.
+    /// `origin` names where the configuration came from in the error (a file, or a label such as
+    /// `app settings`).
+    ///
+    /// # Errors
+    /// [`AutoReviewError::Config`] naming `origin` and the problem.
+    pub fn validate(&self, origin: &Path) -> Result<(), AutoReviewError> {
         CompiledPolicy::new(self).map_err(|e| match e {
             AutoReviewError::Rule {
                 index,

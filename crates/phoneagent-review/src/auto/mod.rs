@@ -21,6 +21,7 @@ pub mod verdict;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -133,6 +134,7 @@ pub struct AutoDecision {
 
 /// A recent denial an override can point at.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct DenialSummary {
     /// 1 = most recent.
     pub n: usize,
@@ -145,20 +147,24 @@ pub struct DenialSummary {
     /// Denial reason.
     pub reason: String,
     /// When, ms since the Unix epoch.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub at_ms: u64,
 }
 
 /// A one-time grant registered by [`AutoReviewHandle::grant_override`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct OverrideGrant {
     /// The denial it answers.
     pub denial: DenialSummary,
     /// Expiry, ms since the Unix epoch (None = no expiry).
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
     pub expires_at_ms: Option<u64>,
 }
 
 /// Live status of the current run (for the app's Approvals tab).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct AutoReviewStatus {
     /// Run the state belongs to (None before the first request).
     pub run_id: Option<String>,
@@ -174,6 +180,9 @@ pub struct AutoReviewStatus {
     pub pending_overrides: usize,
     /// Recent denials, most recent first (at most `override.max_pending`).
     pub recent_denials: Vec<DenialSummary>,
+    /// The user switched the reviewer off for this run ([`AutoReviewHandle::set_suspended`]):
+    /// requests routed to `ai` go to the human instead.
+    pub suspended: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -248,6 +257,7 @@ fn now_ms() -> u64 {
 pub struct AutoReviewHandle {
     state: Arc<Mutex<RunState>>,
     cfg: Arc<AutoReviewConfig>,
+    suspended: Arc<AtomicBool>,
 }
 
 impl AutoReviewHandle {
@@ -302,6 +312,20 @@ impl AutoReviewHandle {
         })
     }
 
+    /// Switch the reviewer off (`true`) or back on (`false`) for the rest of this agent's runs
+    /// (the app's on/off switch, SPEC AR8). While off, every request the policy routes to `ai`
+    /// goes to the human through the normal approval path, with gate `suspended_by_user`;
+    /// `never` rules still deny and `human` routes are unchanged, so switching off can only make
+    /// the mode stricter. In memory only.
+    pub fn set_suspended(&self, suspended: bool) {
+        self.suspended.store(suspended, Ordering::SeqCst);
+    }
+
+    /// True while the reviewer is switched off ([`Self::set_suspended`]).
+    pub fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::SeqCst)
+    }
+
     /// Live status.
     pub fn status(&self) -> AutoReviewStatus {
         let st = self.lock();
@@ -318,6 +342,7 @@ impl AutoReviewHandle {
                 .filter(|g| g.expires_at_ms.is_none_or(|e| e >= now))
                 .count(),
             recent_denials: st.recent_denials(self.cfg.override_grant.max_pending.max(1)),
+            suspended: self.is_suspended(),
         }
     }
 }
@@ -354,6 +379,7 @@ impl AutoReview {
             handle: AutoReviewHandle {
                 state: Arc::new(Mutex::new(RunState::default())),
                 cfg: cfg.clone(),
+                suspended: Arc::new(AtomicBool::new(false)),
             },
             cfg,
             policy,
@@ -369,6 +395,7 @@ impl AutoReview {
             handle: AutoReviewHandle {
                 state: Arc::new(Mutex::new(RunState::default())),
                 cfg: cfg.clone(),
+                suspended: Arc::new(AtomicBool::new(false)),
             },
             policy: CompiledPolicy::without_rules(&cfg),
             cfg,
@@ -424,6 +451,13 @@ impl AutoReview {
             input.model_reason.as_deref().unwrap_or(""),
             &args_key,
         );
+        // The user's off switch turns `ai` into the human path; the record keeps the policy.
+        let suspended = self.handle.is_suspended() && routed.policy == ApprovalPolicy::Ai;
+        let effective = if suspended {
+            ApprovalPolicy::Human
+        } else {
+            routed.policy
+        };
         let mut evidence = Evidence::build(input, cfg);
         let mut record = ApprovalReview {
             request_id: request_id.to_string(),
@@ -457,7 +491,7 @@ impl AutoReview {
             human_request_id: None,
         };
         let mut call = None;
-        let action = match routed.policy {
+        let action = match effective {
             ApprovalPolicy::Never => {
                 record.gate = Some("policy_never".into());
                 record.reason = say(
@@ -469,6 +503,17 @@ impl AutoReview {
                     &format!("审批策略（{}）禁止此操作。", routed.source),
                 );
                 AutoAction::Deny
+            }
+            ApprovalPolicy::Human if suspended => {
+                record.gate = Some("suspended_by_user".into());
+                record.delegated = true;
+                record.decided_by = DecidedBy::Human;
+                record.reason = say(
+                    lang,
+                    "Approve for me is switched off for this run: a person decides.",
+                    "本次任务已关闭“替我审批”：由人工决定。",
+                );
+                AutoAction::Delegate
             }
             ApprovalPolicy::Human => {
                 record.gate = Some("policy_human".into());
