@@ -17,6 +17,8 @@ if [ -z "${APP:-}" ] || [ -z "${SCRIPTED_MODEL:-}" ]; then
 fi
 APP="${APP:-$CARGO_TARGET_DIR/debug/phoneagent-app}"
 SCRIPTED_MODEL="${SCRIPTED_MODEL:-$CARGO_TARGET_DIR/debug/scripted-model}"
+# The CLI serves a second virtual phone with an adbd face (a phone added by address).
+PHONEAGENT_CLI="${PHONEAGENT_CLI:-$CARGO_TARGET_DIR/debug/phoneagent}"
 
 E2E_HOME="$(mktemp -d)"
 # KEEP_E2E_HOME=1 keeps the app's data directory (SQLite, logs) for debugging a failure.
@@ -28,6 +30,6 @@ HOME="$E2E_HOME" \
   XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_RUNTIME_DIR="$E2E_HOME/run" \
   PHONEAGENT_HOME="$E2E_HOME/data" PHONEAGENT_EXPORT_DIR="$E2E_HOME/exports" \
   PHONEAGENT_APP_SIM_PORT="$(free_port)" ADB_SERVER_SOCKET="tcp:127.0.0.1:$(free_port)" \
-  APP="$APP" SCRIPTED_MODEL="$SCRIPTED_MODEL" \
+  APP="$APP" SCRIPTED_MODEL="$SCRIPTED_MODEL" PHONEAGENT_CLI="$PHONEAGENT_CLI" \
   SHOTS="$ROOT/docs/screenshots" \
   timeout 900 dbus-run-session -- bash tests/webdriver/session.sh

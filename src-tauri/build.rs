@@ -42,6 +42,8 @@ fn main() {
         "pause_run",
         "approval_status",
         "grant_override",
+        "add_direct_device",
+        "remove_direct_device",
         "set_auto_review_suspended",
         "get_approval_policy",
         "save_approval_policy",

@@ -133,6 +133,18 @@ pub fn pause_run(state: S<'_>, paused: bool) -> AppResult<()> {
     state.set_paused(paused)
 }
 
+/// Add a phone by network address (`HOST[:PORT]`, direct TCP without an adb server; D1).
+#[tauri::command(async)]
+pub fn add_direct_device(state: S<'_>, addr: String) -> AppResult<String> {
+    state.add_direct_device(&addr)
+}
+
+/// Forget a phone added by address.
+#[tauri::command(async)]
+pub fn remove_direct_device(state: S<'_>, serial: String) -> AppResult<()> {
+    state.remove_direct_device(&serial)
+}
+
 /// Live approve-for-me state of the running task (AR7/AR8), or null outside that mode.
 #[tauri::command]
 pub fn approval_status(state: S<'_>) -> Option<AutoReviewStatus> {
@@ -266,6 +278,8 @@ pub const COMMANDS: &[&str] = &[
     "pause_run",
     "approval_status",
     "grant_override",
+    "add_direct_device",
+    "remove_direct_device",
     "set_auto_review_suspended",
     "get_approval_policy",
     "save_approval_policy",

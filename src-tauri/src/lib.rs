@@ -91,6 +91,8 @@ pub fn run() {
             commands::pause_run,
             commands::approval_status,
             commands::grant_override,
+            commands::add_direct_device,
+            commands::remove_direct_device,
             commands::set_auto_review_suspended,
             commands::get_approval_policy,
             commands::save_approval_policy,

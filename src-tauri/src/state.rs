@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use phoneagent_device::direct::key::AdbKey;
+use phoneagent_device::direct::{DirectLink, DirectOptions, DirectTarget};
 use phoneagent_device::{
     AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device, DeviceState, Transport,
 };
@@ -80,7 +82,20 @@ pub struct AppState {
     run: Arc<Mutex<Option<ActiveRun>>>,
     mirror: Mutex<Option<CancellationToken>>,
     notifier: Notifier,
+    /// Where this computer's ADB key lives for direct connections (SPEC D1): the config dir
+    /// shared with the CLI, unless [`AppState::set_adb_key_dir`] changed it.
+    adb_key_dir: Option<PathBuf>,
+    /// One direct link per phone (serial → link): the mirror, readiness and the run share its
+    /// one connection (a USB interface can be claimed only once).
+    direct_links: Mutex<std::collections::HashMap<String, DirectLink>>,
 }
+
+/// `adb_addr` of phones reached without an adb server over USB (SPEC D1).
+pub const DIRECT_USB: &str = "direct:usb";
+/// `adb_addr` of phones reached without an adb server over TCP (`serial` = `HOST:PORT`).
+pub const DIRECT_TCP: &str = "direct:tcp";
+/// Settings key of the phones the user added by address (direct TCP).
+pub const DIRECT_TARGETS_KEY: &str = "app.direct_targets";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -190,7 +205,154 @@ impl AppState {
             run: Arc::new(Mutex::new(None)),
             mirror: Mutex::new(None),
             notifier: Notifier::new(),
+            adb_key_dir: None,
+            direct_links: Mutex::new(std::collections::HashMap::new()),
         })
+    }
+
+    /// Use `dir/adbkey` as this computer's ADB key for direct connections instead of the
+    /// shared config dir's (tests; a portable install).
+    pub fn set_adb_key_dir(&mut self, dir: PathBuf) {
+        self.adb_key_dir = Some(dir);
+    }
+
+    fn adb_key(&self) -> AppResult<AdbKey> {
+        let dir = match &self.adb_key_dir {
+            Some(d) => d.clone(),
+            None => phoneagent_device::direct::key::config_dir()?,
+        };
+        Ok(AdbKey::load_or_create(
+            &dir.join("adbkey"),
+            phoneagent_device::direct::key::android_adbkey_path().as_deref(),
+        )?)
+    }
+
+    /// The shared direct link to `target` (created on first use).
+    fn direct_link(&self, target: DirectTarget) -> AppResult<DirectLink> {
+        let serial = target.serial();
+        if let Some(l) = lock(&self.direct_links).get(&serial) {
+            return Ok(l.clone());
+        }
+        let link = DirectLink::new(target, self.adb_key()?, DirectOptions::default());
+        Ok(lock(&self.direct_links)
+            .entry(serial)
+            .or_insert(link)
+            .clone())
+    }
+
+    /// Phones the user added by address (`HOST:PORT`, direct TCP), in the order added.
+    pub fn direct_targets(&self) -> Vec<String> {
+        self.store
+            .setting::<Vec<String>>(DIRECT_TARGETS_KEY)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Add a phone reached over the network without an adb server (`HOST[:PORT]`, port 5555 by
+    /// default; the phone must be in TCP debugging mode, `adb tcpip 5555`). Remembered.
+    ///
+    /// # Errors
+    /// `config` naming the malformed address.
+    pub fn add_direct_device(&self, addr: &str) -> AppResult<String> {
+        let target = DirectTarget::parse_tcp(addr.trim())?;
+        let serial = target.serial();
+        let mut list = self.direct_targets();
+        if !list.contains(&serial) {
+            list.push(serial.clone());
+            self.store.set_setting(DIRECT_TARGETS_KEY, &list)?;
+        }
+        Ok(serial)
+    }
+
+    /// Forget a phone added by address (and unselect it if it was selected).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn remove_direct_device(&self, serial: &str) -> AppResult<()> {
+        let list: Vec<String> = self
+            .direct_targets()
+            .into_iter()
+            .filter(|s| s != serial)
+            .collect();
+        self.store.set_setting(DIRECT_TARGETS_KEY, &list)?;
+        lock(&self.direct_links).remove(serial);
+        let mut sel = lock(&self.selected);
+        if sel
+            .as_ref()
+            .is_some_and(|d| d.adb_addr == DIRECT_TCP && d.serial == serial)
+        {
+            *sel = None;
+        }
+        Ok(())
+    }
+
+    /// List the phones reached without an adb server: on USB (only when no adb server answers:
+    /// with one running, adb owns the USB interface) and the ones added by address.
+    async fn direct_devices(
+        &self,
+        usb: bool,
+        problems: &mut Vec<SourceProblem>,
+    ) -> Vec<DeviceEntry> {
+        let mut out = vec![];
+        if usb {
+            match phoneagent_device::direct::usb_devices().await {
+                Ok(found) => out.extend(found.into_iter().map(|(serial, product)| DeviceEntry {
+                    serial,
+                    state: "device".into(),
+                    model: product,
+                    transport: "usb".into(),
+                    fix: Some("no adb server: PhoneAgent talks to this phone directly; the first time, accept \"Allow USB debugging?\" on the phone".into()),
+                    adb_addr: DIRECT_USB.into(),
+                    is_virtual: false,
+                })),
+                Err(e) => problems.push(SourceProblem {
+                    adb_addr: DIRECT_USB.into(),
+                    code: e.code().as_str().into(),
+                    message: e.to_string(),
+                }),
+            }
+        }
+        for serial in self.direct_targets() {
+            let entry = |state: &str, model: Option<String>, fix: Option<String>| DeviceEntry {
+                serial: serial.clone(),
+                state: state.into(),
+                model,
+                transport: "tcp".into(),
+                fix,
+                adb_addr: DIRECT_TCP.into(),
+                is_virtual: false,
+            };
+            let link = match DirectTarget::parse_tcp(&serial)
+                .map_err(AppError::from)
+                .and_then(|t| self.direct_link(t))
+            {
+                Ok(l) => l,
+                Err(e) => {
+                    out.push(entry("offline", None, Some(e.message)));
+                    continue;
+                }
+            };
+            out.push(match tokio::time::timeout(Duration::from_secs(4), link.state()).await {
+                Ok(Ok(Some(st))) => {
+                    let name = state_name(&st);
+                    let fix = (name != "device").then(|| "unlock the phone and accept \"Allow USB debugging?\"".to_string());
+                    entry(&name, link.model(), fix)
+                }
+                Ok(Ok(None)) => entry("offline", None, Some("the phone did not say it is ready: unlock it and refresh".into())),
+                Ok(Err(e)) => {
+                    lock(&self.direct_links).remove(&serial);
+                    let code = e.code().as_str().to_string();
+                    let state = if code == "unauthorized" { "unauthorized" } else { "offline" };
+                    entry(state, None, Some(e.to_string()))
+                }
+                Err(_) => {
+                    lock(&self.direct_links).remove(&serial);
+                    entry("offline", None, Some(format!("{serial} did not answer within 4 s: check the address, that the phone is on the same network and in TCP debugging mode (`adb tcpip 5555` once over USB)")))
+                }
+            });
+        }
+        out
     }
 
     /// The store.
@@ -226,6 +388,7 @@ impl AppState {
     pub async fn list_devices(&self) -> DevicesView {
         let mut sources: Vec<(String, bool)> = vec![];
         let mut problems = vec![];
+        let env_server = AdbServerAddr::resolve(None).ok().map(|a| addr_string(&a));
         match AdbServerAddr::resolve(None) {
             Ok(a) => sources.push((addr_string(&a), false)),
             Err(e) => problems.push(SourceProblem {
@@ -265,9 +428,13 @@ impl AppState {
                     is_virtual,
                 })),
                 Ok(Err(e)) => problems.push(SourceProblem {
+                    message: if matches!(e, phoneagent_device::DeviceError::AdbServerUnreachable { .. }) {
+                        format!("no adb server at {addr}: phones on USB are used directly (no adb needed), or add a phone by its network address below; to use adb instead, install Android platform-tools and run `adb start-server`")
+                    } else {
+                        e.to_string()
+                    },
                     adb_addr: addr,
                     code: e.code().as_str().into(),
-                    message: e.to_string(),
                 }),
                 Err(_) => problems.push(SourceProblem {
                     adb_addr: addr.clone(),
@@ -276,6 +443,17 @@ impl AppState {
                 }),
             }
         }
+        // No adb server answered (and none was named in the environment): look on USB directly.
+        let server_down = env_server.as_ref().is_some_and(|a| {
+            problems
+                .iter()
+                .any(|p| &p.adb_addr == a && p.code == "adb_server_unreachable")
+        });
+        let named = ["ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_PORT"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
+        let usb = server_down && !named && phoneagent_device::direct::USB_SUPPORTED;
+        devices.extend(self.direct_devices(usb, &mut problems).await);
         DevicesView {
             devices,
             problems,
@@ -286,7 +464,11 @@ impl AppState {
 
     /// Choose the phone for tasks and the mirror.
     pub fn select_device(&self, adb_addr: String, serial: String) -> AppResult<SelectedDevice> {
-        parse_addr(&adb_addr)?;
+        if adb_addr == DIRECT_TCP {
+            DirectTarget::parse_tcp(&serial)?;
+        } else if adb_addr != DIRECT_USB {
+            parse_addr(&adb_addr)?;
+        }
         if serial.trim().is_empty() {
             return Err(AppError::invalid("choose a phone from the list"));
         }
@@ -306,8 +488,27 @@ impl AppState {
 
     async fn open_selected(&self) -> AppResult<AdbDevice> {
         let sel = self.selected()?;
-        let server = AdbServer::new(parse_addr(&sel.adb_addr)?);
-        Ok(AdbDevice::open(server, &sel.serial, AdbDeviceOptions::default()).await?)
+        let target = match sel.adb_addr.as_str() {
+            DIRECT_USB => DirectTarget::Usb {
+                serial: sel.serial.clone(),
+            },
+            DIRECT_TCP => DirectTarget::parse_tcp(&sel.serial)?,
+            addr => {
+                let server = AdbServer::new(parse_addr(addr)?);
+                return Ok(
+                    AdbDevice::open(server, &sel.serial, AdbDeviceOptions::default()).await?,
+                );
+            }
+        };
+        let link = self.direct_link(target)?;
+        match AdbDevice::open_direct(link, AdbDeviceOptions::default()).await {
+            Ok(d) => Ok(d),
+            Err(e) => {
+                // A dead connection is not reused: the next attempt dials again.
+                lock(&self.direct_links).remove(&sel.serial);
+                Err(e.into())
+            }
+        }
     }
 
     /// Start the in-process virtual phone (SPEC D7) and select it. Idempotent.

@@ -277,3 +277,82 @@ fn settings_persist_and_keys_never_enter_them() {
         "{json}"
     );
 }
+
+/// Without an adb server (SPEC D1): a phone added by its network address is listed with its
+/// state, selected, and driven over the phone-side ADB protocol (the virtual phone's adbd face),
+/// with this computer's own key; the address is remembered across restarts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
+    use phoneagent_app::state::DIRECT_TCP;
+    use phoneagent_sim::{AdbdConfig, SimConfig, SimServer};
+
+    let dir = tempfile::tempdir().unwrap();
+    let sim = SimServer::start(SimConfig::default(), 0).await.unwrap();
+    let adbd = sim.start_adbd(AdbdConfig::default(), 0).await.unwrap();
+    let db = dir.path().join("phoneagent.sqlite3");
+    let open = || {
+        let mut st = AppState::open(db.clone(), dir.path().join("exports")).unwrap();
+        st.set_adb_key_dir(dir.path().join("keys"));
+        Arc::new(st)
+    };
+    let state = open();
+    let bad = state.add_direct_device("phone.lan:notaport").unwrap_err();
+    assert!(
+        bad.message.contains("phone.lan:notaport"),
+        "{}",
+        bad.message
+    );
+
+    let serial = state
+        .add_direct_device(&format!("127.0.0.1:{}", adbd.port()))
+        .unwrap();
+    let view = state.list_devices().await;
+    let entry = view
+        .devices
+        .iter()
+        .find(|d| d.adb_addr == DIRECT_TCP)
+        .unwrap_or_else(|| panic!("not listed: {view:?}"));
+    assert_eq!(entry.serial, serial);
+    assert_eq!(entry.state, "device", "{entry:?}");
+    assert_eq!(entry.transport, "tcp");
+
+    state
+        .select_device(DIRECT_TCP.to_string(), serial.clone())
+        .unwrap();
+    let checks = state.readiness().await.unwrap();
+    assert!(
+        checks.iter().any(|c| c.name == "screenshot" && c.ok),
+        "{checks:?}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.name == "state" && c.ok && c.detail.contains("direct TCP")),
+        "{checks:?}"
+    );
+    assert!(
+        dir.path().join("keys/adbkey").is_file(),
+        "the key was created"
+    );
+    assert!(adbd.authorized_connections() >= 1);
+    assert_eq!(
+        adbd.prompts_shown(),
+        1,
+        "one \"Allow USB debugging?\" prompt: every connection uses the same key"
+    );
+    drop(state);
+
+    // Remembered; forgetting it removes it from the list.
+    let state = open();
+    assert!(state.direct_targets().contains(&serial));
+    state
+        .select_device(DIRECT_TCP.to_string(), serial.clone())
+        .unwrap();
+    state.remove_direct_device(&serial).unwrap();
+    assert!(
+        state.readiness().await.is_err(),
+        "a forgotten phone is no longer selected"
+    );
+    let view = state.list_devices().await;
+    assert!(view.devices.iter().all(|d| d.adb_addr != DIRECT_TCP));
+}

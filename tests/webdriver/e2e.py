@@ -11,6 +11,7 @@ scripted model server (a real HTTP process on loopback). Environment:
 """
 import base64
 import json
+import re
 import os
 import socket
 import subprocess
@@ -356,6 +357,35 @@ def main():
         assert status == "succeeded", status
         assert truth(sim_port)["orders_placed"] == 1
 
+    def phone_by_address():
+        # SPEC D1 in the app: a phone on the network with no adb server (here a second virtual
+        # phone's adbd face, started by the CLI) is added by address, used, mirrored, forgotten.
+        p = subprocess.Popen([os.environ["PHONEAGENT_CLI"], "sim", "serve", "--port", "0", "--adbd-port", "0",
+                              "--scenario", "settings"], stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        procs.append(p)
+        addr = None
+        for _ in range(4):
+            m = re.search(r"adbd \(direct mode\) on (\S+)", p.stdout.readline())
+            if m:
+                addr = m.group(1)
+                break
+        assert addr, "the CLI's virtual phone did not print its adbd address"
+        s.click("#nav-run")
+        before = s.attr("#mirror-img", "src")
+        s.type("#direct-addr", addr)
+        s.click("#direct-add")
+        s.wait_for(f"[data-serial='{addr}']", 20)
+        s.wait_until("the added phone is in use", lambda: "In use" in (s.text(f"[data-serial='{addr}']") or ""), 20)
+        assert "device" in (s.text(f"[data-serial='{addr}']") or "")
+        s.wait_for("#readiness", 30)
+        s.wait_until("the mirror shows the added phone", lambda: s.attr("#mirror-img", "src") != before, 20)
+        shot(s, "phone-by-address.png")
+        s.click(f"[id='forget-{addr}']")
+        s.wait_gone(f"[data-serial='{addr}']", 15)
+        s.click("[id='use-virtual-phone-1']")
+        s.wait_until("the virtual phone is in use again",
+                     lambda: "In use" in (s.text("[data-serial='virtual-phone-1']") or ""), 15)
+
     def approvals_tab_policy_switch_and_language():
         # Issue 7: the policy is edited in Settings (a rule that never allows orders, a tool
         # entry), the Approvals tab's switch sends the reviewer's requests to the human, and
@@ -459,6 +489,7 @@ def main():
     test("approvals_tab_policy_switch_and_language", approvals_tab_policy_switch_and_language)
     test("pause_and_resume", pause_and_resume)
     test("history_replay_and_export", history_and_export)
+    test("phone_added_by_address_without_adb", phone_by_address)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)
     s.quit()
     failed = [r for r in results if not r[1]]

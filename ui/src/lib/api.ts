@@ -48,6 +48,8 @@ export const api = {
   appInfo: () => call<AppInfo>('get_app_info'),
   listDevices: () => call<DevicesView>('list_devices'),
   selectDevice: (adbAddr: string, serial: string) => call<SelectedDevice>('select_device', { adbAddr, serial }),
+  addDirectDevice: (addr: string) => call<string>('add_direct_device', { addr }),
+  removeDirectDevice: (serial: string) => call<void>('remove_direct_device', { serial }),
   startVirtualPhone: () => call<VirtualPhone>('start_virtual_phone'),
   readiness: () => call<CheckView[]>('device_readiness'),
   mirrorStart: (onMessage: (m: MirrorMessage) => void) => {
