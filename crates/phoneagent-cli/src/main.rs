@@ -1,5 +1,6 @@
 //! `phoneagent`: the command-line front end over the PhoneAgent runtime (SPEC C1-C3).
 
+#[macro_use]
 mod cmd;
 
 use clap::{Parser, Subcommand};

@@ -754,3 +754,37 @@ fn ctrl_c_mid_model_call_cancels_within_a_second() {
     assert_eq!(s.truth()["touches"].as_array().unwrap().len(), 1);
     assert_eq!(s.runs()[0]["status"], "cancelled");
 }
+
+/// `phoneagent run … | head -1`: the reader goes away mid-run. Before, the next `println!`
+/// panicked (exit 101) and the run was left behind without the normal cancel path; now the
+/// closed stdout cancels the run the normal way (recorded `cancelled`, no panic).
+#[test]
+fn closed_stdout_mid_run_cancels_the_run_instead_of_panicking() {
+    let script = r#"
+{"delay_ms": 1500, "content": "do(action=\"Tap\", element={{center:home.app.shop}}, target_description=\"商城\", reason=\"Open the shop.\")"}
+{"delay_ms": 60000, "content": "do(action=\"Back\", reason=\"never answered\")"}
+"#;
+    let s = Setup::start("home", script);
+    let mut child = s
+        .run_cmd("Open the shop", &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut child = Proc(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["kind"], "run_started");
+    drop(lines); // like `head -1`: the pipe's read end is closed
+    let t0 = Instant::now();
+    let status = child.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut err).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101), "{err}");
+    assert!(err.contains("stdout was closed"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(s.runs()[0]["status"], "cancelled", "{err}");
+}

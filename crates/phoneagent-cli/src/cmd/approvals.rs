@@ -170,9 +170,9 @@ pub async fn approvals(_g: &Global, a: ApprovalsArgs) -> anyhow::Result<u8> {
     };
     let rows = store.approval_reviews(id)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        print!("{}", render_table(&rows, a.lang));
+        out!("{}", render_table(&rows, a.lang));
     }
     Ok(0)
 }

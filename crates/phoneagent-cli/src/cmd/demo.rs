@@ -82,7 +82,7 @@ pub struct DemoArgs {
 pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     if a.list {
         for s in SCENARIOS {
-            println!(
+            outln!(
                 "{:<11} {:<15} {} — {}",
                 s.name,
                 s.mode.as_str(),
@@ -108,10 +108,10 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
             )
         })?;
     let t0 = Instant::now();
-    println!(
+    outln!(
         "PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used."
     );
-    println!(
+    outln!(
         "A real run needs a phone with USB debugging and a model endpoint: see `phoneagent run --help`.\n"
     );
 
@@ -185,7 +185,7 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
 
     let truth = sim.phone(&serial).map(|p| p.ground_truth());
     if let Some(t) = &truth {
-        println!(
+        outln!(
             "\nvirtual phone ground truth: screen {} · orders placed {} · mails sent {}",
             t.current_screen,
             t.orders_placed,
@@ -194,15 +194,15 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     }
     let run_id = uuid::Uuid::parse_str(&outcome.run_id)?;
     write_export(&store, run_id, "html", &a.report)?;
-    println!("report: {}", a.report.display());
-    println!(
+    outln!("report: {}", a.report.display());
+    outln!(
         "history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`",
         &outcome.run_id[..8]
     );
     if scenario.mode == AccessMode::ApproveForMe {
-        println!("approvals: `phoneagent approvals {}`", &outcome.run_id[..8]);
+        outln!("approvals: `phoneagent approvals {}`", &outcome.run_id[..8]);
     }
-    println!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
+    outln!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
     model.shutdown().await;
     sim.shutdown().await;
     Ok(exit_code(&outcome))

@@ -122,7 +122,7 @@ impl From<&DeviceError> for ErrorOut {
 
 fn print_error(e: &DeviceError, json: bool) -> anyhow::Result<u8> {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "error": ErrorOut::from(e) }))?
         );
@@ -239,7 +239,7 @@ pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
     let direct = server_addr.is_none();
     if a.json {
         let hint = list.is_empty().then_some(EMPTY_HINT);
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "adb_server": server_addr,
@@ -254,10 +254,10 @@ pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if let Some(n) = &note {
-        println!("{n}.");
+        outln!("{n}.");
     }
     if direct {
-        println!(
+        outln!(
             "Direct mode ({transport}): no adb server; PhoneAgent speaks ADB to the phone itself{}.",
             key_path
                 .as_deref()
@@ -267,23 +267,23 @@ pub async fn devices(g: &Global, a: DevicesArgs) -> anyhow::Result<u8> {
     }
     if list.is_empty() {
         match &server_addr {
-            Some(addr) => println!("No devices (adb server {addr})."),
-            None => println!("No devices ({transport})."),
+            Some(addr) => outln!("No devices (adb server {addr})."),
+            None => outln!("No devices ({transport})."),
         }
-        println!("hint: {EMPTY_HINT}");
+        outln!("hint: {EMPTY_HINT}");
     } else {
-        print!("{}", devices_table(&list));
+        out!("{}", devices_table(&list));
     }
     Ok(0)
 }
 
 fn print_checks(title: &str, checks: &[ReadinessCheck]) {
-    println!("{title}");
+    outln!("{title}");
     for c in checks {
         let mark = if c.ok { "ok  " } else { "FAIL" };
-        println!("  [{mark}] {:<15} {}", c.name, c.detail);
+        outln!("  [{mark}] {:<15} {}", c.name, c.detail);
         if let Some(f) = &c.fix {
-            println!("         fix: {f}");
+            outln!("         fix: {f}");
         }
     }
 }
@@ -308,7 +308,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
                 fix: Some(e.to_string()),
             };
             if a.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
                         "serial": null, "ready": false, "device": [check], "model": super::models::doctor_checks(&a.model, a.deep).await,
@@ -333,7 +333,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let transport = device.link().describe();
     let note = direct_note(device.link());
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "serial": readiness.serial,
@@ -346,15 +346,15 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
             }))?
         );
     } else {
-        println!("Transport: {transport}");
+        outln!("Transport: {transport}");
         if let Some(n) = &note {
-            println!("  {n}");
+            outln!("  {n}");
         }
         print_checks(&format!("Device {}", readiness.serial), &readiness.checks);
         if !model.is_empty() {
             print_checks("Model", &model);
         }
-        println!(
+        outln!(
             "{}",
             if ready {
                 "Ready."
@@ -390,7 +390,7 @@ pub async fn screenshot(g: &Global, a: ScreenshotArgs) -> anyhow::Result<u8> {
             a.output.display()
         )
     })?;
-    println!(
+    outln!(
         "saved {}x{} screenshot of {} to {} ({} ms)",
         shot.image.width(),
         shot.image.height(),

@@ -1,5 +1,7 @@
 //! Subcommands. Each module owns its clap args and its handler; handlers return the exit code.
 
+#[macro_use]
+pub mod out;
 pub mod approvals;
 pub mod demo;
 pub mod device;

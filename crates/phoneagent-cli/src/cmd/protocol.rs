@@ -160,7 +160,7 @@ pub async fn run(_g: &Global, c: ProtocolCommand) -> anyhow::Result<u8> {
             Ok(0)
         }
         ProtocolCommand::Prompt { bounds } => {
-            print!("{}", do_grammar_prompt(&bounds.options()));
+            out!("{}", do_grammar_prompt(&bounds.options()));
             Ok(0)
         }
     }

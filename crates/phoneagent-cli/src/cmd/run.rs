@@ -178,21 +178,30 @@ pub fn spawn_printer(agent: &Agent, json: bool) -> tokio::task::JoinHandle<()> {
 fn print_event(env: &EventEnvelope, json: bool) {
     if json {
         if let Ok(s) = serde_json::to_string(env) {
-            println!("{s}");
+            outln!("{s}");
         }
     } else if let Some(line) = super::timeline::line(env) {
-        println!("{line}");
+        outln!("{line}");
     }
 }
 
-/// Cancel `token` on Ctrl-C (a second Ctrl-C exits at once).
+/// Cancel `token` on Ctrl-C (a second Ctrl-C exits at once), or when stdout's reader went away
+/// (`phoneagent run … | head`): the run then ends the normal way, keyboard restored.
 pub fn cancel_on_ctrl_c(token: CancellationToken) {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ncancelling… (Ctrl-C again to quit at once)");
-            token.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => {
+                if r.is_ok() {
+                    eprintln!("\ncancelling… (Ctrl-C again to quit at once)");
+                    token.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                }
+            }
+            () = super::out::gone().cancelled() => {
+                eprintln!("stdout was closed: cancelling the run");
+                token.cancel();
             }
         }
     });
@@ -315,20 +324,23 @@ pub async fn runs(_g: &Global, a: RunsArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let list = store.list_runs(a.limit)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no runs yet: start one with `phoneagent run \"<task>\"` or `phoneagent demo`");
+        outln!("no runs yet: start one with `phoneagent run \"<task>\"` or `phoneagent demo`");
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:<10} {:<12} {:>6} {:>8}  task",
-        "run", "status", "events", "tokens"
+        "run",
+        "status",
+        "events",
+        "tokens"
     );
     for r in list {
         let id = r.id.to_string();
-        println!(
+        outln!(
             "{:<10} {:<12} {:>6} {:>8}  {}",
             &id[..8],
             r.status.as_str(),
@@ -370,7 +382,7 @@ pub async fn export(_g: &Global, a: ExportArgs) -> anyhow::Result<u8> {
         ),
     };
     write_export(&store, id, &a.format, &a.output)?;
-    println!("wrote {}", a.output.display());
+    outln!("wrote {}", a.output.display());
     Ok(0)
 }
 

@@ -106,7 +106,7 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
                 allow_kill,
             };
             let sim = SimServer::start(config, port).await?;
-            println!(
+            outln!(
                 "virtual phone {} listening on {} (adb -P {} devices)",
                 sim.serials().join(","),
                 sim.addr(),
@@ -126,7 +126,7 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
                         p,
                     )
                     .await?;
-                println!(
+                outln!(
                     "virtual phone {} adbd (direct mode) on {} (phoneagent --direct {} devices; adb connect {})",
                     adbd.serial(),
                     adbd.addr(),
@@ -140,7 +140,7 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
         }
         SimCommand::State { port, serial } => {
             let gt = client::fetch_state(port, serial.as_deref()).await?;
-            println!("{}", serde_json::to_string_pretty(&gt)?);
+            outln!("{}", serde_json::to_string_pretty(&gt)?);
             Ok(0)
         }
         SimCommand::Fault { port, serial, json } => {
@@ -162,7 +162,7 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
         }
         SimCommand::Model(args) => {
             let model = phoneagent_testkit::ScriptedModel::start(args.into_config()?).await?;
-            println!("scripted model listening on {}", model.base_url());
+            outln!("scripted model listening on {}", model.base_url());
             wait_for_signal().await?;
             model.shutdown().await;
             Ok(0)

@@ -1,0 +1,50 @@
+//! Standard output that survives its reader going away (`phoneagent runs | head -1`,
+//! `phoneagent demo | head`): `println!` panics on a closed pipe ("failed printing to stdout"),
+//! which would end a run without restoring the phone's keyboard. `outln!` and `out!` write through [`write`]; the first failed write marks stdout gone,
+//! later output is dropped, and [`gone`] fires so a running task is cancelled the normal way
+//! (IME restored, run recorded `cancelled`).
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use tokio_util::sync::CancellationToken;
+
+/// Cancelled once stdout could not be written (its reader closed the pipe).
+pub fn gone() -> &'static CancellationToken {
+    static GONE: OnceLock<CancellationToken> = OnceLock::new();
+    GONE.get_or_init(CancellationToken::new)
+}
+
+/// Write `args` (and a newline when `newline`) to stdout and flush; after a failed write, do
+/// nothing. Never panics.
+pub fn write(args: std::fmt::Arguments<'_>, newline: bool) {
+    if gone().is_cancelled() {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    let r = o
+        .write_fmt(args)
+        .and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| o.flush());
+    if let Err(e) = r {
+        tracing::debug!("stdout closed: {e}");
+        gone().cancel();
+    }
+}
+
+/// `println!` that never panics (see the module docs).
+macro_rules! outln {
+    () => {
+        $crate::cmd::out::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::cmd::out::write(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` that never panics (see the module docs).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cmd::out::write(format_args!($($arg)*), false)
+    };
+}
