@@ -7,6 +7,7 @@
 fn ensure_frontend_dist() {
     let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/dist");
     println!("cargo:rerun-if-changed={}", dist.display());
+    println!("cargo:rerun-if-changed=src/command_names.rs");
     if dist.join("index.html").exists() {
         return;
     }
@@ -23,45 +24,12 @@ fn ensure_frontend_dist() {
     }
 }
 
+/// The app's command names, shared with `src/commands.rs` (one list for both).
+const COMMANDS: &[&str] = include!("src/command_names.rs");
+
 fn main() {
     ensure_frontend_dist();
-    let commands = &[
-        "get_app_info",
-        "list_devices",
-        "select_device",
-        "start_virtual_phone",
-        "device_readiness",
-        "mirror_start",
-        "mirror_stop",
-        "take_over_tap",
-        "take_over_swipe",
-        "pending_requests",
-        "answer_request",
-        "start_run",
-        "stop_run",
-        "pause_run",
-        "approval_status",
-        "grant_override",
-        "add_direct_device",
-        "remove_direct_device",
-        "set_auto_review_suspended",
-        "get_approval_policy",
-        "save_approval_policy",
-        "approval_reviews",
-        "set_language",
-        "active_run",
-        "recent_tasks",
-        "get_settings",
-        "save_settings",
-        "key_status",
-        "set_api_key",
-        "delete_api_key",
-        "list_runs",
-        "run_events",
-        "get_screenshot",
-        "run_ledger",
-        "export_run",
-    ];
+    let commands: &[&str] = COMMANDS;
     let attrs = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(commands));
     if let Err(e) = tauri_build::try_build(attrs) {

@@ -261,40 +261,33 @@ pub fn export_run(state: S<'_>, run_id: String, format: String) -> AppResult<Exp
 }
 
 /// Every command name, for the build script's permission manifest and tests.
-pub const COMMANDS: &[&str] = &[
-    "get_app_info",
-    "list_devices",
-    "select_device",
-    "start_virtual_phone",
-    "device_readiness",
-    "mirror_start",
-    "mirror_stop",
-    "take_over_tap",
-    "take_over_swipe",
-    "pending_requests",
-    "answer_request",
-    "start_run",
-    "stop_run",
-    "pause_run",
-    "approval_status",
-    "grant_override",
-    "add_direct_device",
-    "remove_direct_device",
-    "set_auto_review_suspended",
-    "get_approval_policy",
-    "save_approval_policy",
-    "approval_reviews",
-    "set_language",
-    "active_run",
-    "recent_tasks",
-    "get_settings",
-    "save_settings",
-    "key_status",
-    "set_api_key",
-    "delete_api_key",
-    "list_runs",
-    "run_events",
-    "get_screenshot",
-    "run_ledger",
-    "export_run",
-];
+pub const COMMANDS: &[&str] = include!("command_names.rs");
+
+#[cfg(test)]
+mod tests {
+    use super::COMMANDS;
+
+    /// A command missing from the handler list, the capability or the name list fails at run
+    /// time only ("command not found" / "not allowed"): check the three agree.
+    #[test]
+    fn every_command_is_registered_and_allowed() {
+        let lib = include_str!("lib.rs");
+        let perms = include_str!("../permissions/app.toml");
+        for name in COMMANDS {
+            assert!(
+                lib.contains(&format!("commands::{name},")),
+                "{name} is not in lib.rs's generate_handler!"
+            );
+            let allow = format!("\"allow-{}\"", name.replace('_', "-"));
+            assert!(perms.contains(&allow), "{allow} is missing from app.toml");
+        }
+        let handlers = lib.matches("commands::").count();
+        assert_eq!(
+            handlers,
+            COMMANDS.len(),
+            "lib.rs registers commands that are not in command_names.rs"
+        );
+        // The set's own identifier is `allow-app-commands`; the rest are one per command.
+        assert_eq!(perms.matches("\"allow-").count(), COMMANDS.len() + 1);
+    }
+}
