@@ -4,6 +4,7 @@ import type { EventEnvelope } from './events';
 import { applyEvent, emptyTimeline, overlayOf, replay, actionLabel } from './timeline';
 
 const events = fixture as unknown as EventEnvelope[];
+const SERIAL = 'virtual-phone-1';
 
 describe('timeline reducer', () => {
   it('builds one step per step number with screenshot, action, gates and verification', () => {
@@ -11,6 +12,7 @@ describe('timeline reducer', () => {
     expect(tl.runId).toBe('6f1c2f0e-3d4b-4a8e-9a43-0c7e2b9d1a11');
     expect(tl.task).toBe('提交订单');
     expect(tl.mode).toBe('hard');
+    expect(tl.serial).toBe(SERIAL);
     expect(tl.steps.map((s) => s.step)).toEqual([1, 2, 3]);
     const [s1, s2] = tl.steps;
     expect(s1?.screenshot).toBe('a'.repeat(64));
