@@ -15,6 +15,8 @@
         "pending_requests",
         "answer_request",
         "start_run",
+    "start_demo",
+    "demo_scenarios",
         "stop_run",
         "pause_run",
         "approval_status",

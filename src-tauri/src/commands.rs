@@ -11,9 +11,9 @@ use tauri::ipc::Channel;
 use tauri::{AppHandle, Emitter, State};
 
 use crate::dto::{
-    AnswerInput, AppInfo, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow,
-    MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest,
-    VirtualPhone, event_names,
+    AnswerInput, AppInfo, CheckView, DemoScenarioView, DevicesView, ExportResult, KeyStatus,
+    LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
+    StartRunRequest, VirtualPhone, event_names,
 };
 use crate::error::AppResult;
 use crate::settings::{AppSettings, ApprovalPolicySettings};
@@ -119,6 +119,25 @@ pub async fn start_run(
 ) -> AppResult<SelectedDevice> {
     let st: Arc<AppState> = state.inner().clone();
     st.start_run(request, Arc::new(TauriSink(app))).await
+}
+
+/// Run a demo scenario on the in-app virtual phone with the scripted model (C1).
+#[tauri::command]
+pub async fn start_demo(
+    app: AppHandle,
+    state: S<'_>,
+    name: String,
+    mode: Option<String>,
+) -> AppResult<SelectedDevice> {
+    let st: Arc<AppState> = state.inner().clone();
+    st.start_demo(&name, mode.as_deref(), Arc::new(TauriSink(app)))
+        .await
+}
+
+/// The demo scenarios.
+#[tauri::command]
+pub fn demo_scenarios(state: S<'_>) -> Vec<DemoScenarioView> {
+    state.demo_scenarios()
 }
 
 /// Stop the running task.

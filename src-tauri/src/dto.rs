@@ -72,6 +72,20 @@ pub struct SelectedDevice {
     pub serial: String,
 }
 
+/// A demo scenario the app can run without a phone or a model (SPEC C1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct DemoScenarioView {
+    /// Name (`buy`, `draft-mail`); with `mode` it names the scenario.
+    pub name: String,
+    /// Access mode the script is written for (`wary`, `approve-for-me`).
+    pub mode: String,
+    /// The task the agent is given.
+    pub task: String,
+    /// What it shows.
+    pub about: String,
+}
+
 /// The in-process virtual phone (SPEC D7, V1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]

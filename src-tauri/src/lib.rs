@@ -87,6 +87,8 @@ pub fn run() {
             commands::pending_requests,
             commands::answer_request,
             commands::start_run,
+            commands::start_demo,
+            commands::demo_scenarios,
             commands::stop_run,
             commands::pause_run,
             commands::approval_status,

@@ -28,9 +28,9 @@ use phoneagent_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
-    AnswerInput, AppInfo, CheckView, DeviceEntry, DevicesView, ExportResult, KeyStatus, LedgerRow,
-    MirrorFrame, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
-    SourceProblem, StartRunRequest, VirtualPhone,
+    AnswerInput, AppInfo, CheckView, DemoScenarioView, DeviceEntry, DevicesView, ExportResult,
+    KeyStatus, LedgerRow, MirrorFrame, MirrorMessage, PendingRequest, RunEnded, RunSummary,
+    SelectedDevice, SourceProblem, StartRunRequest, VirtualPhone,
 };
 use crate::error::{AppError, AppResult};
 use crate::notify::Notifier;
@@ -88,6 +88,12 @@ pub struct AppState {
     /// One direct link per phone (serial → link): the mirror, readiness and the run share its
     /// one connection (a USB interface can be claimed only once).
     direct_links: Mutex<std::collections::HashMap<String, DirectLink>>,
+    /// The scripted model server of the running demo (stopped when the run ends).
+    demo_model: tokio::sync::Mutex<Option<phoneagent_testkit::ScriptedModel>>,
+}
+
+fn settings_lang(s: &AppSettings) -> Lang {
+    if s.lang == "zh" { Lang::Zh } else { Lang::En }
 }
 
 /// `adb_addr` of phones reached without an adb server over USB (SPEC D1).
@@ -207,6 +213,7 @@ impl AppState {
             notifier: Notifier::new(),
             adb_key_dir: None,
             direct_links: Mutex::new(std::collections::HashMap::new()),
+            demo_model: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -780,25 +787,155 @@ impl AppState {
         }
         let sel = self.selected()?;
         let device = Arc::new(self.open_selected().await?);
-        let Routes {
-            actor,
-            verifier,
-            safety_reviewer,
-            auto_reviewer,
-        } = self.routes(settings.models_config(&actor_name)?).await?;
+        let routes = self.routes(settings.models_config(&actor_name)?).await?;
         let config = AgentConfig {
             max_steps: req.max_steps,
             max_duration: Duration::from_secs(settings.max_duration_secs),
             mode,
             token_budget: (settings.token_budget > 0).then_some(settings.token_budget),
             finish_verify: settings.finish_verify_mode()?,
-            lang: if settings.lang == "zh" {
-                Lang::Zh
-            } else {
-                Lang::En
-            },
+            lang: settings_lang(&settings),
             ..AgentConfig::default()
         };
+        self.remember_task(&task);
+        self.launch(task, device, routes, config, settings.notifications, sink)?;
+        Ok(sel)
+    }
+
+    /// Run a demo scenario (SPEC C1) with no phone and no model: the in-app virtual phone
+    /// (started and selected if needed, put on the scenario's first screen) and the scripted
+    /// model server in this process, both over their real protocols, like `phoneagent demo`.
+    /// The run is labelled a demo in its events and history.
+    ///
+    /// # Errors
+    /// `invalid_input` for an unknown scenario (the message lists them); `busy` while a run is
+    /// active; errors starting the virtual phone or the model server.
+    pub async fn start_demo(
+        self: &Arc<Self>,
+        name: &str,
+        mode: Option<&str>,
+        sink: Arc<dyn UiSink>,
+    ) -> AppResult<SelectedDevice> {
+        let mode = mode.filter(|m| !m.is_empty()).map(parse_mode).transpose()?;
+        let scenario = phoneagent_testkit::demo::find(name, mode).ok_or_else(|| {
+            AppError::invalid(format!(
+                "no demo scenario {name:?}: choose one of {}",
+                phoneagent_testkit::demo::SCENARIOS
+                    .iter()
+                    .map(|s| format!("{} ({})", s.name, s.mode))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if lock(&self.run).is_some() {
+            return Err(AppError::new(
+                "busy",
+                "a task is already running: stop it first or wait for it to end",
+            ));
+        }
+        let phone = self.start_virtual_phone().await?;
+        {
+            let sim = self.sim.lock().await;
+            if let Some(p) = sim.as_ref().and_then(|s| s.phone(&phone.serial)) {
+                p.reset(scenario.start_screen).map_err(|e| {
+                    AppError::internal(format!("cannot reset the virtual phone: {e}"))
+                })?;
+            }
+        }
+        let sim_port: u16 = phone
+            .adb_addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| AppError::internal("the virtual phone has no port"))?;
+        let script = phoneagent_testkit::Script::parse_jsonl(scenario.script)
+            .map_err(|e| AppError::internal(format!("the demo script is invalid: {e}")))?;
+        let model =
+            phoneagent_testkit::ScriptedModel::start(phoneagent_testkit::ScriptedModelConfig {
+                script,
+                space: phoneagent_protocol::CoordinateSpace::Relative0999,
+                sim: Some(phoneagent_testkit::SimTarget {
+                    port: sim_port,
+                    serial: Some(phone.serial.clone()),
+                }),
+                ..phoneagent_testkit::ScriptedModelConfig::default()
+            })
+            .await
+            .map_err(|e| AppError::internal(format!("cannot start the demo model server: {e}")))?;
+        let route = |role: &str| -> AppResult<ModelRoute> {
+            let mut profile =
+                phoneagent_llm::config::Profile::new(model.base_url(), "scripted-model");
+            profile.coordinate_space = phoneagent_protocol::CoordinateSpace::Relative0999;
+            let client = phoneagent_llm::ChatClient::new(phoneagent_llm::ClientConfig::new(
+                model.base_url(),
+                "scripted-model",
+            ))?;
+            Ok(ModelRoute {
+                client: Arc::new(client),
+                profile_name: format!("demo-{role}"),
+                profile,
+                fallback: None,
+            })
+        };
+        let routes = Routes {
+            actor: route("actor")?,
+            verifier: Some(route("verifier")?),
+            safety_reviewer: None,
+            auto_reviewer: Some(route("auto-reviewer")?),
+        };
+        let settings = AppSettings::load(&self.store)?;
+        let config = AgentConfig {
+            mode: scenario.mode,
+            max_steps: 20,
+            demo: true,
+            lang: settings_lang(&settings),
+            ..AgentConfig::default()
+        };
+        let device = Arc::new(self.open_selected().await?);
+        *self.demo_model.lock().await = Some(model);
+        self.launch(
+            scenario.task.to_string(),
+            device,
+            routes,
+            config,
+            settings.notifications,
+            sink,
+        )?;
+        self.selected()
+    }
+
+    /// The demo scenarios the app offers (`name`, `mode`, `task`, `about`).
+    pub fn demo_scenarios(&self) -> Vec<DemoScenarioView> {
+        phoneagent_testkit::demo::SCENARIOS
+            .iter()
+            .map(|s| DemoScenarioView {
+                name: s.name.into(),
+                mode: s.mode.as_str().into(),
+                task: s.task.into(),
+                about: s.about.into(),
+            })
+            .collect()
+    }
+
+    /// Start `task` on `device` with `routes` and `config` (one run at a time): the agent's
+    /// events go to `sink` (and to notifications), the end to `sink.run_ended`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        self: &Arc<Self>,
+        task: String,
+        device: Arc<AdbDevice>,
+        routes: Routes,
+        config: AgentConfig,
+        notifications: bool,
+        sink: Arc<dyn UiSink>,
+    ) -> AppResult<()> {
+        let mode = config.mode;
+        let Routes {
+            actor,
+            verifier,
+            safety_reviewer,
+            auto_reviewer,
+        } = routes;
         let parts = AgentParts {
             device,
             actor,
@@ -824,16 +961,24 @@ impl AppState {
                 auto_review: None,
             });
         }
-        self.remember_task(&task);
         let mut agent = Agent::new(parts, config);
         if mode == AccessMode::ApproveForMe {
             // SPEC AR1: the policy table, rules and gate options saved in Settings, else
             // `approval-policy.toml` (or `.json`) next to the database, else the defaults;
             // reviewer = the `auto_reviewer` role.
-            let policy = ApprovalPolicySettings::load(&self.store, self.config_dir())?;
-            agent = agent
-                .with_approve_for_me(policy.config, auto_reviewer)
-                .map_err(|e| AppError::invalid(e.to_string()))?;
+            let with =
+                ApprovalPolicySettings::load(&self.store, self.config_dir()).and_then(|policy| {
+                    agent
+                        .with_approve_for_me(policy.config, auto_reviewer)
+                        .map_err(|e| AppError::invalid(e.to_string()))
+                });
+            agent = match with {
+                Ok(a) => a,
+                Err(e) => {
+                    lock(&self.run).take();
+                    return Err(e);
+                }
+            };
         }
         let agent = Arc::new(agent);
         if let Some(r) = lock(&self.run).as_mut() {
@@ -844,7 +989,6 @@ impl AppState {
         let mut rx = agent.subscribe();
         let this = self.clone();
         let fwd_sink = sink.clone();
-        let notifications = settings.notifications;
         let forwarder = tokio::spawn(async move {
             loop {
                 match rx.recv().await {
@@ -885,9 +1029,12 @@ impl AppState {
                 }
             };
             lock(&this.run).take();
+            if let Some(m) = this.demo_model.lock().await.take() {
+                m.shutdown().await;
+            }
             sink.run_ended(&ended);
         });
-        Ok(sel)
+        Ok(())
     }
 
     fn on_event(&self, env: &EventEnvelope, notifications: bool) {

@@ -356,3 +356,52 @@ async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
     let view = state.list_devices().await;
     assert!(view.devices.iter().all(|d| d.adb_addr != DIRECT_TCP));
 }
+
+/// "Try a demo" (SPEC C1) with no phone and no model configured: the in-app virtual phone and
+/// the scripted model server run the purchase end to end; the run is labelled a demo; the
+/// approve-for-me variant leaves its ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = Arc::new(
+        AppState::open(
+            dir.path().join("phoneagent.sqlite3"),
+            dir.path().join("exports"),
+        )
+        .unwrap(),
+    );
+    let bad = state
+        .start_demo("nope", None, Arc::new(Recorder::default()))
+        .await
+        .unwrap_err();
+    assert!(bad.message.contains("draft-mail"), "{}", bad.message);
+
+    for mode in [None, Some("approve-for-me")] {
+        let rec = Arc::new(Recorder::default());
+        state.start_demo("buy", mode, rec.clone()).await.unwrap();
+        let ended = rec
+            .wait("the demo to end", |r| r.ended.lock().unwrap().clone())
+            .await;
+        assert_eq!(ended.status, "succeeded", "{mode:?}: {ended:?}");
+        let started = rec
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|e| match &e.event {
+                AgentEvent::RunStarted { demo, .. } => Some(*demo),
+                _ => None,
+            });
+        assert_eq!(started, Some(true), "labelled a demo");
+        let reviews = state.approval_reviews(&ended.run_id).unwrap();
+        if mode.is_some() {
+            assert_eq!(reviews.len(), 2, "提交订单 and 确认支付 were reviewed");
+        } else {
+            assert!(reviews.is_empty());
+        }
+    }
+    assert!(
+        state.recent_tasks().unwrap().is_empty(),
+        "a demo does not fill the recent tasks"
+    );
+}

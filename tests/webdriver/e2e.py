@@ -386,6 +386,18 @@ def main():
         s.wait_until("the virtual phone is in use again",
                      lambda: "In use" in (s.text("[data-serial='virtual-phone-1']") or ""), 15)
 
+    def demo_without_a_phone_or_a_model():
+        # SPEC C1 in the app: "Run demo" runs the purchase on the in-app virtual phone with the
+        # scripted model, labelled DEMO, with no phone or model configured.
+        s.click("#nav-run")
+        s.select("#demo-scenario", "0")
+        s.click("#start-demo")
+        s.wait_for("#demo-badge", 30)
+        status = wait_run_end(s, 120)
+        assert status == "succeeded", status
+        assert truth(sim_port)["orders_placed"] == 1, "the demo's purchase is on the virtual phone"
+        shot(s, "demo.png")
+
     def approvals_tab_policy_switch_and_language():
         # Issue 7: the policy is edited in Settings (a rule that never allows orders, a tool
         # entry), the Approvals tab's switch sends the reviewer's requests to the human, and
@@ -480,6 +492,7 @@ def main():
 
     test("settings_and_api_key_in_keyring", settings_and_key)
     test("virtual_phone_and_mirror", virtual_phone_and_mirror)
+    test("demo_without_a_phone_or_a_model", demo_without_a_phone_or_a_model)
     test("approve_hard_request_in_dialog", approve_in_dialog)
     test("rejected_request_leaves_no_order", reject_leaves_no_order)
     test("take_over_by_clicking_the_mirror", take_over_by_clicking)

@@ -134,6 +134,7 @@
 //! `truncated`, `client_disconnected`). With [`ScriptedModelConfig::record_file`] each one is also
 //! appended to a JSONL file when it completes.
 
+pub mod demo;
 pub mod oracle;
 pub mod placeholder;
 pub mod request;

@@ -18,6 +18,7 @@ import type { RunSummary } from './bindings/RunSummary';
 import type { SelectedDevice } from './bindings/SelectedDevice';
 import type { StartRunRequest } from './bindings/StartRunRequest';
 import type { VirtualPhone } from './bindings/VirtualPhone';
+import type { DemoScenarioView } from './bindings/DemoScenarioView';
 import type { EventEnvelope } from './events';
 
 import type { AutoReviewStatus } from './bindings/AutoReviewStatus';
@@ -26,6 +27,7 @@ import type { ApprovalReview } from './bindings/ApprovalReview';
 import type { ApprovalPolicySettings } from './bindings/ApprovalPolicySettings';
 import type { AutoReviewConfig } from './bindings/AutoReviewConfig';
 export type { AutoReviewStatus, OverrideGrant, ApprovalReview, ApprovalPolicySettings, AutoReviewConfig };
+export type { DemoScenarioView };
 export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
 /** Normalise anything thrown by `invoke` into `{code, message}`. */
@@ -64,6 +66,8 @@ export const api = {
   pendingRequests: () => call<PendingRequest[]>('pending_requests'),
   answer: (id: string, answer: AnswerInput) => call<void>('answer_request', { id, answer }),
   startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
+  startDemo: (name: string, mode: string) => call<SelectedDevice>('start_demo', { name, mode }),
+  demoScenarios: () => call<DemoScenarioView[]>('demo_scenarios'),
   stopRun: () => call<void>('stop_run'),
   pauseRun: (paused: boolean) => call<void>('pause_run', { paused }),
   approvalStatus: () => call<AutoReviewStatus | null>('approval_status'),

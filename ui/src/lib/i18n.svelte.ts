@@ -37,6 +37,7 @@ const zh: Record<string, string> = {
   '…and why one was allowed': '…以及放行的理由', 'Reuse verdicts for identical requests (cache)': '相同请求复用裁决（缓存）',
   'Extra guidance for the reviewer': '给审批模型的额外指引', 'Save policy': '保存策略', Saved: '已保存',
   arguments: '参数', tool: '工具',
+  'Run demo': '运行演示', 'No phone or model yet? Watch a demo on the virtual phone with a scripted model:': '还没有手机或模型？在虚拟手机上用脚本模型看一次演示：',
   Forget: '移除', Add: '添加', 'Phone IP:port (TCP debugging)': '手机 IP:端口（TCP 调试）', reason: '理由',
   'Stored in keyring': '已存入钥匙串', 'No key stored': '未存储密钥', Steps: '步骤', Tokens: '令牌', Cost: '费用',
 };

@@ -13,6 +13,7 @@ describe('timeline reducer', () => {
     expect(tl.task).toBe('提交订单');
     expect(tl.mode).toBe('hard');
     expect(tl.serial).toBe(SERIAL);
+    expect(tl.demo).toBe(false);
     expect(tl.steps.map((s) => s.step)).toEqual([1, 2, 3]);
     const [s1, s2] = tl.steps;
     expect(s1?.screenshot).toBe('a'.repeat(64));

@@ -36,6 +36,8 @@ export interface TimelineState {
   runId: string | null;
   /** ADB serial of the run's phone (the mirror draws the last action only on that phone). */
   serial: string;
+  /** A labelled demo (virtual phone + scripted model), not a real run. */
+  demo: boolean;
   task: string;
   model: string;
   mode: string;
@@ -53,7 +55,7 @@ export interface TimelineState {
 
 export function emptyTimeline(): TimelineState {
   return {
-    runId: null, serial: '', task: '', model: '', mode: '', maxSteps: 0, phase: 'idle', steps: [],
+    runId: null, serial: '', demo: false, task: '', model: '', mode: '', maxSteps: 0, phase: 'idle', steps: [],
     totals: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, calls: 0 },
     finished: null, lastSeq: -1, latestScreenshot: null, lastAction: null,
   };
@@ -86,7 +88,7 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
   if (env.kind === 'run_started') {
     if (prev.runId === env.run_id && env.seq <= prev.lastSeq) return prev;
     const e = env as Extract<AgentEvent, { kind: 'run_started' }> & EventEnvelope;
-    return { ...emptyTimeline(), runId: env.run_id, serial: e.serial, task: e.task, model: e.model, mode: e.mode, maxSteps: e.max_steps, lastSeq: env.seq, phase: 'observing' };
+    return { ...emptyTimeline(), runId: env.run_id, serial: e.serial, demo: e.demo, task: e.task, model: e.model, mode: e.mode, maxSteps: e.max_steps, lastSeq: env.seq, phase: 'observing' };
   }
   if (prev.runId !== null && env.run_id !== prev.runId) return prev;
   if (env.seq <= prev.lastSeq) return prev;

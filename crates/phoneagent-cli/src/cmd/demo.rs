@@ -21,38 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::Global;
 use super::run::{cancel_on_ctrl_c, exit_code, open_store, spawn_printer, write_export};
 
-/// A demo scenario: task, access mode and the scripted model's answers.
-struct Scenario {
-    name: &'static str,
-    task: &'static str,
-    mode: AccessMode,
-    script: &'static str,
-    about: &'static str,
-}
-
-const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "buy",
-        task: "Buy the first product in the shop",
-        mode: AccessMode::Wary,
-        script: include_str!("../../demo/buy.jsonl"),
-        about: "shop → product → cart → checkout; 提交订单 and 确认支付 are stopped by the safety gate until the model confirms",
-    },
-    Scenario {
-        name: "buy",
-        task: "Buy the first product in the shop",
-        mode: AccessMode::ApproveForMe,
-        script: include_str!("../../demo/buy-approve-for-me.jsonl"),
-        about: "the same purchase with --mode approve-for-me: the auto-reviewer model allows 提交订单 and 确认支付; `phoneagent approvals <run>` shows the ledger",
-    },
-    Scenario {
-        name: "draft-mail",
-        task: "Draft an email to bob@example.com about lunch on Friday, but don't send it",
-        mode: AccessMode::Wary,
-        script: include_str!("../../demo/draft-mail.jsonl"),
-        about: "mail compose with CJK-safe typing; the compose guard blocks Send and leaves a visible draft",
-    },
-];
+use phoneagent_testkit::demo::SCENARIOS;
 
 /// `phoneagent demo`
 #[derive(Debug, clap::Args)]
@@ -92,21 +61,18 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         }
         return Ok(0);
     }
-    let scenario = SCENARIOS
-        .iter()
-        .find(|s| s.name == a.scenario && a.mode.is_none_or(|m| m == s.mode))
-        .with_context(|| {
-            format!(
-                "no demo scenario {:?}{}: choose one of {} (see `phoneagent demo --list`)",
-                a.scenario,
-                a.mode.map(|m| format!(" in mode {m}")).unwrap_or_default(),
-                SCENARIOS
-                    .iter()
-                    .map(|s| format!("{} --mode {}", s.name, s.mode))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+    let scenario = phoneagent_testkit::demo::find(&a.scenario, a.mode).with_context(|| {
+        format!(
+            "no demo scenario {:?}{}: choose one of {} (see `phoneagent demo --list`)",
+            a.scenario,
+            a.mode.map(|m| format!(" in mode {m}")).unwrap_or_default(),
+            SCENARIOS
+                .iter()
+                .map(|s| format!("{} --mode {}", s.name, s.mode))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
     let t0 = Instant::now();
     outln!(
         "PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used."

@@ -31,9 +31,9 @@ pub struct Harness {
 }
 
 /// The demo's "buy the first product" script.
-pub const BUY: &str = include_str!("../../../phoneagent-cli/demo/buy.jsonl");
+pub const BUY: &str = include_str!("../../../phoneagent-testkit/demo/buy.jsonl");
 /// The demo's "draft a mail, don't send it" script.
-pub const DRAFT: &str = include_str!("../../../phoneagent-cli/demo/draft-mail.jsonl");
+pub const DRAFT: &str = include_str!("../../../phoneagent-testkit/demo/draft-mail.jsonl");
 
 pub struct Opts {
     pub mode: AccessMode,
