@@ -415,7 +415,7 @@ def main():
         reset(sim_port, "checkout")
         model.script([
             {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单", reason="Submit the order.")'},
-            {"content": 'do(action="Wait", duration="4 seconds", reason="The order was refused; wait.")'},
+            {"content": 'do(action="Wait", duration="8 seconds", reason="The order was refused; wait.")'},
             {"content": 'do(action="Tap", element={{center:提交订单}}, target_description="提交订单", reason="Press the button.")'},
             {"content": 'finish(message="Nothing ordered.")'},
             {"content": 'finish(message="Nothing ordered.", confirm=True)'},
