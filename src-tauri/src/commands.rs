@@ -170,10 +170,10 @@ pub fn approval_status(state: S<'_>) -> Option<AutoReviewStatus> {
     state.approval_status()
 }
 
-/// One-time override of the `n`-th most recent denial (1 = latest) of the running task (AR7).
+/// One-time override of the running task's denial `request_id` (AR7).
 #[tauri::command]
-pub fn grant_override(state: S<'_>, n: u32) -> AppResult<OverrideGrant> {
-    state.grant_override(n)
+pub fn grant_override(state: S<'_>, request_id: String) -> AppResult<OverrideGrant> {
+    state.grant_override(&request_id)
 }
 
 /// Switch the running task's approve-for-me reviewer off (`suspended = true`: a person decides)

@@ -55,6 +55,22 @@ impl ApprovalPolicySettings {
         })
     }
 
+    /// What the Settings page edits: as [`Self::load`], but an invalid policy file does not
+    /// lock the user out of fixing it: the defaults are shown, and `source` says what is wrong
+    /// with the file (saving from the app replaces it; runs refuse the invalid file until then).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn load_for_editing(store: &Store, dir: &Path) -> AppResult<Self> {
+        match Self::load(store, dir) {
+            Err(e) if e.code == "invalid_input" => Ok(Self {
+                config: AutoReviewConfig::default(),
+                source: format!("defaults (the file is invalid: {})", e.message),
+            }),
+            other => other,
+        }
+    }
+
     /// Validate (every rule's regex compiles, the breaker window is consistent) and save in the
     /// store; from then on runs use it instead of a policy file.
     ///
@@ -404,11 +420,26 @@ mod tests {
         assert!(p.source.ends_with("approval-policy.toml"), "{}", p.source);
         assert_eq!(p.config.default_policy, ApprovalPolicy::Human);
         let mut cfg = p.config;
-        cfg.tools.insert("swipe".into(), ApprovalPolicy::Never);
+        cfg.tools.insert("type_text".into(), ApprovalPolicy::Never);
         ApprovalPolicySettings::save(&store, &cfg).unwrap();
         let p = ApprovalPolicySettings::load(&store, dir.path()).unwrap();
         assert_eq!(p.source, "settings");
         assert_eq!(p.config, cfg);
+    }
+
+    #[test]
+    fn an_invalid_policy_file_still_opens_the_editor_and_names_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory().unwrap();
+        std::fs::write(
+            dir.path().join("approval-policy.toml"),
+            "defualt_policy = 1\n",
+        )
+        .unwrap();
+        assert!(ApprovalPolicySettings::load(&store, dir.path()).is_err());
+        let p = ApprovalPolicySettings::load_for_editing(&store, dir.path()).unwrap();
+        assert_eq!(p.config, AutoReviewConfig::default());
+        assert!(p.source.contains("defualt_policy"), "{}", p.source);
     }
 
     #[test]

@@ -88,8 +88,6 @@ pub struct AppState {
     /// One direct link per phone (serial → link): the mirror, readiness and the run share its
     /// one connection (a USB interface can be claimed only once).
     direct_links: Mutex<std::collections::HashMap<String, DirectLink>>,
-    /// The scripted model server of the running demo (stopped when the run ends).
-    demo_model: tokio::sync::Mutex<Option<phoneagent_testkit::ScriptedModel>>,
 }
 
 fn settings_lang(s: &AppSettings) -> Lang {
@@ -213,7 +211,6 @@ impl AppState {
             notifier: Notifier::new(),
             adb_key_dir: None,
             direct_links: Mutex::new(std::collections::HashMap::new()),
-            demo_model: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -262,7 +259,12 @@ impl AppState {
     /// # Errors
     /// `config` naming the malformed address.
     pub fn add_direct_device(&self, addr: &str) -> AppResult<String> {
-        let target = DirectTarget::parse_tcp(addr.trim())?;
+        let target = DirectTarget::parse_tcp(addr.trim()).map_err(|_| {
+            AppError::invalid(format!(
+                "{:?} is not a phone address: use its IP and port, e.g. 192.168.1.20:5555 (the port is 5555 after `adb tcpip 5555`)",
+                addr.trim()
+            ))
+        })?;
         let serial = target.serial();
         let mut list = self.direct_targets();
         if !list.contains(&serial) {
@@ -340,24 +342,21 @@ impl AppState {
                     continue;
                 }
             };
-            out.push(match tokio::time::timeout(Duration::from_secs(4), link.state()).await {
-                Ok(Ok(Some(st))) => {
-                    let name = state_name(&st);
-                    let fix = (name != "device").then(|| "unlock the phone and accept \"Allow USB debugging?\"".to_string());
-                    entry(&name, link.model(), fix)
-                }
-                Ok(Ok(None)) => entry("offline", None, Some("the phone did not say it is ready: unlock it and refresh".into())),
-                Ok(Err(e)) => {
-                    lock(&self.direct_links).remove(&serial);
-                    let code = e.code().as_str().to_string();
-                    let state = if code == "unauthorized" { "unauthorized" } else { "offline" };
-                    entry(state, None, Some(e.to_string()))
-                }
-                Err(_) => {
-                    lock(&self.direct_links).remove(&serial);
-                    entry("offline", None, Some(format!("{serial} did not answer within 4 s: check the address, that the phone is on the same network and in TCP debugging mode (`adb tcpip 5555` once over USB)")))
-                }
-            });
+            // The shared link's own connection when it has one (a run or the mirror may be
+            // using it), else a handshake; bounded so a silent address cannot stall the list.
+            out.push(
+                match tokio::time::timeout(Duration::from_secs(4), link.device_info()).await {
+                    Ok(Ok(info)) => entry(&state_name(&info.state), info.model, info.fix),
+                    Ok(Err(e)) => entry("offline", None, Some(e.to_string())),
+                    Err(_) => entry(
+                        "offline",
+                        None,
+                        Some(format!(
+                            "{serial} did not finish connecting within 4 s: if the phone shows \"Allow USB debugging?\", tap Allow and refresh; otherwise check the address, that the phone is on this network and in TCP debugging mode (`adb tcpip 5555` once over USB)"
+                        )),
+                    ),
+                },
+            );
         }
         out
     }
@@ -445,7 +444,8 @@ impl AppState {
                 }),
                 Err(_) => problems.push(SourceProblem {
                     adb_addr: addr.clone(),
-                    code: "adb_server_unreachable".into(),
+                    // Not "unreachable": a slow server still owns its USB phones.
+                    code: "adb_server_slow".into(),
                     message: format!("the adb server at {addr} did not answer within 3 s: restart it with `adb kill-server && adb start-server`"),
                 }),
             }
@@ -507,15 +507,10 @@ impl AppState {
                 );
             }
         };
+        // The link stays shared after an error: it drops a dead connection and dials again,
+        // and a second link to a USB phone could not claim the interface the first one holds.
         let link = self.direct_link(target)?;
-        match AdbDevice::open_direct(link, AdbDeviceOptions::default()).await {
-            Ok(d) => Ok(d),
-            Err(e) => {
-                // A dead connection is not reused: the next attempt dials again.
-                lock(&self.direct_links).remove(&sel.serial);
-                Err(e.into())
-            }
-        }
+        Ok(AdbDevice::open_direct(link, AdbDeviceOptions::default()).await?)
     }
 
     /// Start the in-process virtual phone (SPEC D7) and select it. Idempotent.
@@ -797,8 +792,16 @@ impl AppState {
             lang: settings_lang(&settings),
             ..AgentConfig::default()
         };
+        self.launch(
+            task.clone(),
+            device,
+            routes,
+            config,
+            settings.notifications,
+            sink,
+            None,
+        )?;
         self.remember_task(&task);
-        self.launch(task, device, routes, config, settings.notifications, sink)?;
         Ok(sel)
     }
 
@@ -891,8 +894,17 @@ impl AppState {
             lang: settings_lang(&settings),
             ..AgentConfig::default()
         };
-        let device = Arc::new(self.open_selected().await?);
-        *self.demo_model.lock().await = Some(model);
+        // The virtual phone itself, not "the selected phone": the user may pick another phone
+        // while this starts, and a scripted demo must never touch a real one.
+        let addr = parse_addr(&phone.adb_addr)?;
+        let device = Arc::new(
+            AdbDevice::open(
+                AdbServer::new(addr),
+                &phone.serial,
+                AdbDeviceOptions::default(),
+            )
+            .await?,
+        );
         self.launch(
             scenario.task.to_string(),
             device,
@@ -900,8 +912,12 @@ impl AppState {
             config,
             settings.notifications,
             sink,
+            Some(model),
         )?;
-        self.selected()
+        Ok(SelectedDevice {
+            adb_addr: phone.adb_addr,
+            serial: phone.serial,
+        })
     }
 
     /// The demo scenarios the app offers (`name`, `mode`, `task`, `about`).
@@ -918,7 +934,9 @@ impl AppState {
     }
 
     /// Start `task` on `device` with `routes` and `config` (one run at a time): the agent's
-    /// events go to `sink` (and to notifications), the end to `sink.run_ended`.
+    /// events go to `sink` (and to notifications), the end to `sink.run_ended`. `demo_model`,
+    /// the demo's scripted model server, is shut down when this run ends (dropped at once when
+    /// the run cannot start).
     #[allow(clippy::too_many_arguments)]
     fn launch(
         self: &Arc<Self>,
@@ -928,6 +946,7 @@ impl AppState {
         config: AgentConfig,
         notifications: bool,
         sink: Arc<dyn UiSink>,
+        demo_model: Option<phoneagent_testkit::ScriptedModel>,
     ) -> AppResult<()> {
         let mode = config.mode;
         let Routes {
@@ -1028,10 +1047,10 @@ impl AppState {
                     }
                 }
             };
-            lock(&this.run).take();
-            if let Some(m) = this.demo_model.lock().await.take() {
+            if let Some(m) = demo_model {
                 m.shutdown().await;
             }
+            lock(&this.run).take();
             sink.run_ended(&ended);
         });
         Ok(())
@@ -1096,19 +1115,20 @@ impl AppState {
             .and_then(|r| r.auto_review.as_ref().map(AutoReviewHandle::status))
     }
 
-    /// One-time override of the `n`-th most recent denial (1 = latest) of the running
-    /// approve-for-me task (SPEC AR7): the identical call may pass once, within the TTL, and the
+    /// One-time override of the running approve-for-me task's denial `request_id` (the one the
+    /// user clicked; SPEC AR7): the identical call may pass once, within the TTL, and the
     /// reviewer still decides, seeing the grant.
     ///
     /// # Errors
-    /// `not_running` without an approve-for-me run; `invalid_input` when `n` names no denial.
-    pub fn grant_override(&self, n: u32) -> AppResult<OverrideGrant> {
+    /// `not_running` without an approve-for-me run; `invalid_input` when the denial is no longer
+    /// among the recent ones.
+    pub fn grant_override(&self, request_id: &str) -> AppResult<OverrideGrant> {
         let handle = lock(&self.run)
             .as_ref()
             .and_then(|r| r.auto_review.clone())
             .ok_or_else(|| AppError::new("not_running", "no approve-for-me task is running"))?;
         handle
-            .grant_override(n as usize)
+            .grant_override_for(request_id)
             .map_err(|e| AppError::invalid(e.to_string()))
     }
 
@@ -1132,12 +1152,13 @@ impl AppState {
         self.db_path.parent().unwrap_or(std::path::Path::new("."))
     }
 
-    /// The approve-for-me policy runs will use, and where it comes from (SPEC AR2–AR7).
+    /// The approve-for-me policy runs will use, and where it comes from (SPEC AR2–AR7); with an
+    /// invalid `approval-policy.toml` next to the database, the defaults and the problem.
     ///
     /// # Errors
-    /// `invalid_input` when `approval-policy.toml` next to the database is invalid.
+    /// Store errors.
     pub fn approval_policy(&self) -> AppResult<ApprovalPolicySettings> {
-        ApprovalPolicySettings::load(&self.store, self.config_dir())
+        ApprovalPolicySettings::load_for_editing(&self.store, self.config_dir())
     }
 
     /// Validate and save the approve-for-me policy; used from the next approve-for-me run.

@@ -407,7 +407,7 @@ def main():
         s.type("#afm-rule-pattern-0", "(?i)submit the order")
         s.select("#afm-rule-policy-0", "never")
         s.type("#afm-rule-note-0", "no orders unattended")
-        s.select("#afm-tool-swipe", "human")
+        s.select("#afm-tool-type_text", "human")
         s.click("#save-approval-policy")
         s.wait_for("#policy-saved", 10)
         assert "app settings" in (s.text("#policy-source") or ""), s.text("#policy-source")
@@ -446,7 +446,7 @@ def main():
         s.click("#toggle-lang")
         s.click("#nav-settings")
         s.click("#afm-rule-remove-0")
-        s.select("#afm-tool-swipe", "")
+        s.select("#afm-tool-type_text", "")
         s.click("#save-approval-policy")
         s.wait_for("#policy-saved", 10)
 

@@ -73,6 +73,10 @@ fn main() -> std::process::ExitCode {
             Command::Safety(c) => cmd::safety::run(&cli.global, c).await,
         }
     });
+    if let Some(e) = cmd::out::write_error() {
+        cmd::out::note(&format!("error: cannot write the output: {e}"));
+        return std::process::ExitCode::from(2);
+    }
     match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {

@@ -788,3 +788,21 @@ fn closed_stdout_mid_run_cancels_the_run_instead_of_panicking() {
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert_eq!(s.runs()[0]["status"], "cancelled", "{err}");
 }
+
+/// Output that cannot be written for another reason than a reader leaving (here a full disk)
+/// is an error, not a silently truncated success.
+#[test]
+fn a_full_disk_on_stdout_is_an_error_not_a_silent_success() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = phoneagent()
+        .args(["demo", "--list"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write the output"), "{err}");
+}

@@ -97,6 +97,10 @@ pub enum ActionKind {
     },
 }
 
+/// Names ([`ActionKind::name`]) of the executing tools the safety gate looks at (SPEC S2): the
+/// only tools an approval request can be about.
+pub const GATED_TOOLS: [&str; 5] = ["tap", "double_tap", "long_press", "type_text", "launch_app"];
+
 impl ActionKind {
     /// Stable name of the action type (`tap`, `double_tap`, …, `finish`).
     pub fn name(&self) -> &'static str {

@@ -1001,3 +1001,38 @@ async fn switching_the_reviewer_off_sends_ai_requests_to_the_human_but_never_rul
     assert_eq!(on.action, AutoAction::Allow);
     assert_eq!(m.chat_requests().len(), 1);
 }
+
+/// The app grants by the request id the user clicked: a newer denial arriving in between
+/// does not move the grant to another action (it did when the app sent a position).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn override_by_request_id_stays_on_the_clicked_denial() {
+    let deny = ans("deny", "high", "none", "bounded");
+    let (_m, e) = engine_with(&[deny.clone(), deny], AutoReviewConfig::default()).await;
+    let h = e.handle();
+    assert_eq!(decide(&e, "older", &input()).await.action, AutoAction::Deny);
+    let mut other = input();
+    other.arguments = ArgumentsInput::Json(
+        json!({"action": "tap", "element": [501, 900], "target_description": "提交订单"}),
+    );
+    assert_eq!(decide(&e, "newer", &other).await.action, AutoAction::Deny);
+    // The user clicked "Allow once" on "older" while it was still the latest.
+    let g = h.grant_override_for("older").unwrap();
+    assert_eq!(g.denial.request_id, "older");
+    let err = h.grant_override_for("gone").unwrap_err().to_string();
+    assert!(err.contains("gone"), "{err}");
+}
+
+/// The off switch never loosens a code gate: with the review budget used up and
+/// `on_exhausted = deny`, a request is denied, not handed to a person who could approve it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_off_keeps_a_deny_from_an_exhausted_budget() {
+    let mut cfg = AutoReviewConfig::default();
+    cfg.budget.max_reviews = 0;
+    cfg.budget.on_exhausted = phoneagent_review::auto::Fallback::Deny;
+    let (m, e) = engine_with(&[], cfg).await;
+    e.handle().set_suspended(true);
+    let d = decide(&e, "b", &input()).await;
+    assert_eq!(d.action, AutoAction::Deny, "{:?}", d.record);
+    assert_eq!(d.record.gate.as_deref(), Some("budget_exhausted"));
+    assert!(m.chat_requests().is_empty());
+}

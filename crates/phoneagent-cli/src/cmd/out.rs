@@ -27,9 +27,26 @@ pub fn write(args: std::fmt::Arguments<'_>, newline: bool) {
         .and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) })
         .and_then(|()| o.flush());
     if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            // Not a reader that left (disk full, I/O error): the output is incomplete, and
+            // the command must fail (see [`write_error`]).
+            let _ = WRITE_ERROR.set(e.to_string());
+        }
         tracing::debug!("stdout closed: {e}");
         gone().cancel();
     }
+}
+
+static WRITE_ERROR: OnceLock<String> = OnceLock::new();
+
+/// Why stdout failed, when it was not a closed pipe: `main` reports it and exits non-zero.
+pub fn write_error() -> Option<&'static str> {
+    WRITE_ERROR.get().map(String::as_str)
+}
+
+/// A line on stderr that never panics (stderr may be a closed pipe as well).
+pub fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// `println!` that never panics (see the module docs).

@@ -192,16 +192,17 @@ pub fn cancel_on_ctrl_c(token: CancellationToken) {
         tokio::select! {
             r = tokio::signal::ctrl_c() => {
                 if r.is_ok() {
-                    eprintln!("\ncancelling… (Ctrl-C again to quit at once)");
+                    // Cancel first: stderr may be a closed pipe too (`2>&1 | head`).
                     token.cancel();
+                    super::out::note("\ncancelling… (Ctrl-C again to quit at once)");
                     if tokio::signal::ctrl_c().await.is_ok() {
                         std::process::exit(130);
                     }
                 }
             }
             () = super::out::gone().cancelled() => {
-                eprintln!("stdout was closed: cancelling the run");
                 token.cancel();
+                super::out::note("stdout was closed: cancelling the run");
             }
         }
     });

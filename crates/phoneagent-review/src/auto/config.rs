@@ -195,7 +195,7 @@ impl Default for CacheConfig {
 /// max_auto_allow_risk = "medium"
 /// on_risk_exceeded = "delegate"
 /// [tools]
-/// swipe = "human"
+/// launch_app = "human"
 /// [[rules]]
 /// pattern = "(?i)删除|delete"
 /// policy = "never"
@@ -370,6 +370,21 @@ impl AutoReviewConfig {
             },
             other => other,
         })?;
+        // A tool entry that can never match (a typo, or a tool that never asks for approval,
+        // such as `swipe`) would silently leave that tool on the default policy.
+        if let Some(bad) = self
+            .tools
+            .keys()
+            .find(|t| !phoneagent_protocol::action::GATED_TOOLS.contains(&t.as_str()))
+        {
+            return Err(AutoReviewError::Config {
+                path: origin.to_path_buf(),
+                message: format!(
+                    "tools.{bad}: no approval request is ever about {bad:?}; the tools that can ask are {}",
+                    phoneagent_protocol::action::GATED_TOOLS.join(", ")
+                ),
+            });
+        }
         if self.circuit_breaker.window_denials > self.circuit_breaker.window_size
             && self.circuit_breaker.window_denials > 0
         {
@@ -480,7 +495,7 @@ mod tests {
 default_policy = "human"
 max_auto_allow_risk = "medium"
 [tools]
-swipe = "never"
+launch_app = "never"
 [[rules]]
 pattern = "(?i)delete|删除"
 policy = "never"
@@ -511,7 +526,17 @@ ttl_ms = 1000
             "rule:1:reason (no deletions)"
         );
         assert_eq!(p.route("type", "fill in", "{}").source, "rule:2:tool");
-        assert_eq!(p.route("swipe", "x", "{}").policy, ApprovalPolicy::Never);
+        assert_eq!(
+            p.route("launch_app", "x", "{}").policy,
+            ApprovalPolicy::Never
+        );
+        let typo = AutoReviewConfig::from_toml("[tools]\nswipe = \"never\"\n", Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            typo.contains("tools.swipe") && typo.contains("type_text"),
+            "{typo}"
+        );
         assert_eq!(p.route("tap", "x", "{}").source, "default");
 
         let j = r#"{"default_policy": "never", "rules": [{"pattern": "x", "policy": "ai", "field": "arguments"}]}"#;

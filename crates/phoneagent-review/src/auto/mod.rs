@@ -67,6 +67,16 @@ pub enum AutoReviewError {
         /// The regex error.
         message: String,
     },
+    /// `grant_override_for(request_id)` names no recent denial.
+    #[error(
+        "the denial {request_id} is no longer among the run's {available} recent denial(s): it expired or the run ended"
+    )]
+    UnknownDenial {
+        /// The request id asked for.
+        request_id: String,
+        /// Denials available.
+        available: usize,
+    },
     /// `grant_override(n)` names no recent denial.
     #[error(
         "no denial number {n} to override: the current run has {available} recent denial(s) (1 = most recent, at most {max})"
@@ -252,6 +262,15 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Which recent denial a grant is for.
+#[derive(Clone, Copy)]
+enum DenialRef<'a> {
+    /// The n-th most recent (1 = latest).
+    Nth(usize),
+    /// By request id.
+    Id(&'a str),
+}
+
 /// A clonable handle on the per-run state: live status and one-time overrides (SPEC AR7).
 #[derive(Clone)]
 pub struct AutoReviewHandle {
@@ -275,17 +294,44 @@ impl AutoReviewHandle {
         self.grant_override_at(n, now_ms())
     }
 
+    /// Like [`Self::grant_override`], naming the denial by its request id (what a front end
+    /// showed the user), so a newer denial arriving meanwhile cannot shift the grant to another
+    /// action.
+    ///
+    /// # Errors
+    /// [`AutoReviewError::UnknownDenial`] when `request_id` is not among the recent denials.
+    pub fn grant_override_for(&self, request_id: &str) -> Result<OverrideGrant, AutoReviewError> {
+        self.grant_at(DenialRef::Id(request_id), now_ms())
+    }
+
     fn grant_override_at(&self, n: usize, now: u64) -> Result<OverrideGrant, AutoReviewError> {
+        self.grant_at(DenialRef::Nth(n), now)
+    }
+
+    /// Register a one-time grant for the denial `which` names, under one lock (the choice and
+    /// the grant see the same list).
+    fn grant_at(&self, which: DenialRef<'_>, now: u64) -> Result<OverrideGrant, AutoReviewError> {
         let max = self.cfg.override_grant.max_pending.max(1);
         let mut st = self.lock();
         let recent = st.recent_denials(max);
-        let err = AutoReviewError::NoSuchDenial {
-            n,
-            available: recent.len(),
-            max,
+        let picked = match which {
+            DenialRef::Nth(n) => n.checked_sub(1).and_then(|i| recent.get(i)),
+            DenialRef::Id(id) => recent.iter().find(|d| d.request_id == id),
+        }
+        .cloned();
+        let err = || match which {
+            DenialRef::Nth(n) => AutoReviewError::NoSuchDenial {
+                n,
+                available: recent.len(),
+                max,
+            },
+            DenialRef::Id(id) => AutoReviewError::UnknownDenial {
+                request_id: id.to_string(),
+                available: recent.len(),
+            },
         };
-        let Some(summary) = n.checked_sub(1).and_then(|i| recent.get(i)).cloned() else {
-            return Err(err);
+        let Some(summary) = picked else {
+            return Err(err());
         };
         let Some(d) = st
             .denials
@@ -293,7 +339,7 @@ impl AutoReviewHandle {
             .find(|d| d.request_id == summary.request_id)
             .cloned()
         else {
-            return Err(err);
+            return Err(err());
         };
         let ttl = self.cfg.override_grant.ttl_ms;
         let expires_at_ms = (ttl > 0).then(|| now + ttl);
@@ -313,10 +359,11 @@ impl AutoReviewHandle {
     }
 
     /// Switch the reviewer off (`true`) or back on (`false`) for the rest of this agent's runs
-    /// (the app's on/off switch, SPEC AR8). While off, every request the policy routes to `ai`
-    /// goes to the human through the normal approval path, with gate `suspended_by_user`;
-    /// `never` rules still deny and `human` routes are unchanged, so switching off can only make
-    /// the mode stricter. In memory only.
+    /// (the app's on/off switch, SPEC AR8). While off, a request the policy routes to `ai` goes
+    /// to the human through the normal approval path (gate `suspended_by_user`) instead of the
+    /// reviewer model — after the code gates: `never` rules, an open breaker, an exhausted
+    /// review or failure budget still decide as configured (a `deny` stays a denial). A review
+    /// already in flight finishes. In memory only.
     pub fn set_suspended(&self, suspended: bool) {
         self.suspended.store(suspended, Ordering::SeqCst);
     }
@@ -451,13 +498,7 @@ impl AutoReview {
             input.model_reason.as_deref().unwrap_or(""),
             &args_key,
         );
-        // The user's off switch turns `ai` into the human path; the record keeps the policy.
-        let suspended = self.handle.is_suspended() && routed.policy == ApprovalPolicy::Ai;
-        let effective = if suspended {
-            ApprovalPolicy::Human
-        } else {
-            routed.policy
-        };
+
         let mut evidence = Evidence::build(input, cfg);
         let mut record = ApprovalReview {
             request_id: request_id.to_string(),
@@ -491,7 +532,7 @@ impl AutoReview {
             human_request_id: None,
         };
         let mut call = None;
-        let action = match effective {
+        let action = match routed.policy {
             ApprovalPolicy::Never => {
                 record.gate = Some("policy_never".into());
                 record.reason = say(
@@ -503,17 +544,6 @@ impl AutoReview {
                     &format!("审批策略（{}）禁止此操作。", routed.source),
                 );
                 AutoAction::Deny
-            }
-            ApprovalPolicy::Human if suspended => {
-                record.gate = Some("suspended_by_user".into());
-                record.delegated = true;
-                record.decided_by = DecidedBy::Human;
-                record.reason = say(
-                    lang,
-                    "Approve for me is switched off for this run: a person decides.",
-                    "本次任务已关闭“替我审批”：由人工决定。",
-                );
-                AutoAction::Delegate
             }
             ApprovalPolicy::Human => {
                 record.gate = Some("policy_human".into());
@@ -681,6 +711,18 @@ impl AutoReview {
                     Fallback::Delegate => AutoAction::Delegate,
                     Fallback::Deny => AutoAction::Deny,
                 };
+            }
+            // The user's off switch (after the code gates above, which it must never loosen):
+            // the request goes to a person instead of the reviewer model.
+            if self.handle.is_suspended() {
+                record.gate = Some("suspended_by_user".into());
+                record.decided_by = DecidedBy::Human;
+                record.reason = say(
+                    lang,
+                    "Approve for me is switched off for this run: a person decides.",
+                    "本次任务已关闭“替我审批”：由人工决定。",
+                );
+                return AutoAction::Delegate;
             }
             // A one-time grant for exactly this tool + arguments, unexpired: consumed now.
             let now = now_ms();

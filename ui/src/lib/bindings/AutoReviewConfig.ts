@@ -19,7 +19,7 @@ import type { ReviewRisk } from "./ReviewRisk";
  * max_auto_allow_risk = "medium"
  * on_risk_exceeded = "delegate"
  * [tools]
- * swipe = "human"
+ * launch_app = "human"
  * [[rules]]
  * pattern = "(?i)删除|delete"
  * policy = "never"
