@@ -806,3 +806,60 @@ fn a_full_disk_on_stdout_is_an_error_not_a_silent_success() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("cannot write the output"), "{err}");
 }
+
+/// Interactive `phoneagent run`: after a task, Ctrl-C at the `task>` prompt quits at once.
+/// Before, the finished task's Ctrl-C listener took it ("cancelling…") and the prompt stayed.
+#[test]
+fn ctrl_c_at_the_interactive_prompt_after_a_task_quits() {
+    let s = Setup::start("home", OPEN_SHOP);
+    let mut child = s
+        .cli()
+        .args([
+            "run",
+            "--serial",
+            "virtual-phone-1",
+            "--base-url",
+            &s.base_url,
+            "--model",
+            "scripted-model",
+            "--coord-space",
+            "relative_0_999",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut child = Proc(child);
+    std::io::Write::write_all(&mut stdin, "Open the shop\n".as_bytes()).unwrap();
+    // Wait for the second prompt: the task is over.
+    let mut err = Vec::new();
+    let mut buf = [0u8; 4096];
+    while String::from_utf8_lossy(&err).matches("task> ").count() < 2 {
+        let n = std::io::Read::read(&mut stderr, &mut buf).unwrap();
+        assert!(n > 0, "the CLI ended: {}", String::from_utf8_lossy(&err));
+        err.extend_from_slice(&buf[..n]);
+    }
+    let t0 = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(130));
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "Ctrl-C at the prompt did not quit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    assert_eq!(s.runs()[0]["status"], "succeeded");
+}

@@ -143,8 +143,10 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     };
     let printer = spawn_printer(&agent, a.json);
     let cancel = CancellationToken::new();
-    cancel_on_ctrl_c(cancel.clone());
-    let outcome = agent.run(scenario.task, cancel).await?;
+    let listener = cancel_on_ctrl_c(cancel.clone());
+    let outcome = agent.run(scenario.task, cancel).await;
+    listener.abort();
+    let outcome = outcome?;
     tokio::time::sleep(Duration::from_millis(50)).await;
     drop(agent);
     let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;

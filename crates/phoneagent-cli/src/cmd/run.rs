@@ -187,7 +187,9 @@ fn print_event(env: &EventEnvelope, json: bool) {
 
 /// Cancel `token` on Ctrl-C (a second Ctrl-C exits at once), or when stdout's reader went away
 /// (`phoneagent run … | head`): the run then ends the normal way, keyboard restored.
-pub fn cancel_on_ctrl_c(token: CancellationToken) {
+/// Abort the returned handle when the run is over, so a later Ctrl-C is not taken by a listener
+/// of a finished run.
+pub fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::select! {
             r = tokio::signal::ctrl_c() => {
@@ -205,7 +207,7 @@ pub fn cancel_on_ctrl_c(token: CancellationToken) {
                 super::out::note("stdout was closed: cancelling the run");
             }
         }
-    });
+    })
 }
 
 /// Exit code for a run outcome: 0 succeeded, 1 otherwise.
@@ -275,9 +277,10 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     match a.task {
         Some(task) => {
             let cancel = CancellationToken::new();
-            cancel_on_ctrl_c(cancel.clone());
-            let outcome = agent.run(&task, cancel).await?;
-            last = exit_code(&outcome);
+            let listener = cancel_on_ctrl_c(cancel.clone());
+            let outcome = agent.run(&task, cancel).await;
+            listener.abort();
+            last = exit_code(&outcome?);
         }
         None => {
             eprintln!(
@@ -286,19 +289,27 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
             loop {
                 eprint!("task> ");
                 let _ = std::io::stderr().flush();
-                let line = tokio::task::spawn_blocking(|| {
+                let read = tokio::task::spawn_blocking(|| {
                     let mut s = String::new();
                     std::io::stdin().lock().read_line(&mut s).map(|n| (n, s))
-                })
-                .await??;
+                });
+                // Ctrl-C at the prompt quits (no run is going: nothing to restore).
+                let line = tokio::select! {
+                    r = read => r??,
+                    _ = tokio::signal::ctrl_c() => {
+                        super::out::note("");
+                        std::process::exit(130);
+                    }
+                };
                 let task = line.1.trim().to_string();
                 if line.0 == 0 || task.is_empty() {
                     break;
                 }
                 let cancel = CancellationToken::new();
-                cancel_on_ctrl_c(cancel.clone());
-                let outcome = agent.run(&task, cancel).await?;
-                last = exit_code(&outcome);
+                let listener = cancel_on_ctrl_c(cancel.clone());
+                let outcome = agent.run(&task, cancel).await;
+                listener.abort();
+                last = exit_code(&outcome?);
             }
         }
     }
