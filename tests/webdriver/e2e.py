@@ -435,6 +435,7 @@ def main():
         s.wait_for("#approval-ledger [data-decided-by='human']", 20)
         human = s.text("#approval-ledger [data-decided-by='human']") or ""
         assert "suspended_by_user" in human, human
+        assert "用户已拒绝" in human, f"the human's rejection is not in the app's language: {human}"
         wait_run_end(s, 60)
         assert truth(sim_port)["orders_placed"] == 0, "an order was placed"
         # History shows the same ledger for the finished run.
@@ -442,6 +443,7 @@ def main():
         s.click("#runs-list button.run")
         s.click("#history-tab-ledger")
         s.wait_for("#approval-ledger [data-decided-by='rule']", 15)
+        shot(s, "history-approvals.png")
         # Back to English and the default policy for the tests after this one.
         s.click("#toggle-lang")
         s.click("#nav-settings")

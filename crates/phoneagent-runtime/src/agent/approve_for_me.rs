@@ -276,7 +276,10 @@ impl Run {
                         _ => String::new(),
                     };
                     rec.outcome = ApprovalOutcome::Denied;
-                    rec.reason = format!("{} — rejected by the user{note}", rec.reason);
+                    rec.reason = match lang {
+                        Lang::En => format!("{} — rejected by the user{note}", rec.reason),
+                        Lang::Zh => format!("{}——用户已拒绝{note}", rec.reason),
+                    };
                     self.emit_gate(
                         action,
                         tier,
@@ -289,7 +292,10 @@ impl Run {
                     self.bus.emit(AgentEvent::ApprovalReview(rec));
                     self.reject_turn(
                         action,
-                        format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
+                        match lang {
+                            Lang::En => format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
+                            Lang::Zh => format!("用户拒绝了此操作{note}：未执行。不要用别的方式达成同样的效果。"),
+                        },
                     );
                     Some(Flow::Continue)
                 }
