@@ -38,6 +38,11 @@ const zh: Record<string, string> = {
   'Extra guidance for the reviewer': '给审批模型的额外指引', 'Save policy': '保存策略', Saved: '已保存',
   arguments: '参数', tool: '工具',
   'Run demo': '运行演示', 'No phone or model yet? Watch a demo on the virtual phone with a scripted model:': '还没有手机或模型？在虚拟手机上用脚本模型看一次演示：',
+  'Past runs': '历史任务', 'No runs yet.': '还没有任务。', 'Export JSON': '导出 JSON', 'Export HTML': '导出 HTML',
+  Replay: '回放', 'All steps': '全部步骤', 'Approval ledger': '审批记录', 'Gate decisions and approvals': '闸门决定与审批',
+  Step: '步骤', Kind: '类型', Tool: '工具', Tier: '级别', By: '决定者',
+  'No gate decisions or approvals in this run.': '本次任务没有闸门决定或审批。', 'This run has no steps.': '本次任务没有步骤。',
+  'Pick a run to replay it step by step, see its approval ledger, or export it.': '选择一个任务，逐步回放、查看审批记录或导出。',
   Forget: '移除', Add: '添加', 'Phone IP:port (TCP debugging)': '手机 IP:端口（TCP 调试）', reason: '理由',
   'Stored in keyring': '已存入钥匙串', 'No key stored': '未存储密钥', Steps: '步骤', Tokens: '令牌', Cost: '费用',
 };
