@@ -835,19 +835,23 @@ impl Run {
             height_px: shot.image.height(),
             ..geometry
         };
-        let hash = self
-            .bus
-            .recorder()
-            .put_screenshot(&shot.png, shot.image.width(), shot.image.height())
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "could not store screenshot");
-                crate::sha256_hex(&shot.png)
-            });
+        let hash = {
+            let _phase = phase!("store_screenshot");
+            self.bus
+                .recorder()
+                .put_screenshot(&shot.png, shot.image.width(), shot.image.height())
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "could not store screenshot");
+                    crate::sha256_hex(&shot.png)
+                })
+        };
         // The screen sequence number counts distinct screens: it moves only when the frame changed.
-        let changed = self
-            .last_frame
-            .as_ref()
-            .is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002);
+        let changed = {
+            let _phase = phase!("screen_change_diff");
+            self.last_frame
+                .as_ref()
+                .is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002)
+        };
         if changed {
             self.screen_seq += 1;
         }
@@ -1152,6 +1156,7 @@ impl Run {
         extra_confirmation: bool,
         retry_feedback: Option<&str>,
     ) -> ChatRequest {
+        let _phase = phase!("build_request");
         let cfg = self.cfg().clone();
         let space = self.contract.unwrap_or(CoordinateSpace::Relative0999);
         let system = crate::prompt::system_prompt(&crate::prompt::PromptInput {
@@ -1938,7 +1943,10 @@ impl Run {
             Ok(o) => o,
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
-        let changed = changed_fraction(&before, &after.shot.image, None);
+        let changed = {
+            let _phase = phase!("verify_diff");
+            changed_fraction(&before, &after.shot.image, None)
+        };
         let effect = changed > 0.002;
         let mut warnings = Vec::new();
         if !effect {
@@ -2059,6 +2067,7 @@ impl Run {
                     });
                 }
             };
+            let phase = phase!("freshness_diff");
             let global = changed_fraction(&planned.shot.image, &now.shot.image, None);
             let (w, h) = now.shot.image.dimensions();
             let half = ((w.min(h) as f64) * fc.target_half_frac).round().max(16.0) as u32;
@@ -2072,6 +2081,7 @@ impl Run {
                     )
                 })
                 .fold(0.0f64, f64::max);
+            drop(phase);
             let fresh = planned.shot.image.dimensions() == now.shot.image.dimensions()
                 && target <= fc.target_threshold
                 && global <= fc.global_threshold;
