@@ -119,6 +119,28 @@ mod tests {
     }
 
     #[test]
+    fn one_shared_frame_is_unchanged_and_equal_copies_agree() {
+        let mut a = solid(300, 300, 0);
+        for y in 0..60 {
+            for x in 0..60 {
+                a.put_pixel(x, y, image::Rgba([200, 10, 10, 255]));
+            }
+        }
+        // The same frame (the device shares one decode for identical bytes) short-cuts to 0…
+        assert_eq!(changed_fraction(&a, &a, None), 0.0);
+        // …exactly what the scan gives for an equal copy.
+        assert_eq!(changed_fraction(&a, &a.clone(), None), 0.0);
+        let r = Some(Rect::around(30, 30, 10, 300, 300));
+        assert_eq!(
+            changed_fraction(&a, &a, r),
+            changed_fraction(&a, &a.clone(), r)
+        );
+        // A different frame still scans.
+        let b = solid(300, 300, 0);
+        assert!(changed_fraction(&a, &b, None) > 0.03);
+    }
+
+    #[test]
     fn small_noise_is_ignored() {
         let a = solid(64, 64, 100);
         let b = solid(64, 64, 110);
