@@ -348,6 +348,9 @@ struct Obs {
     shot: Screenshot,
     seq: u64,
     geometry: ScreenGeometry,
+    /// The whole-frame changed fraction against the frame observed before this one (address
+    /// of that frame, fraction); `None` for the first frame. Lets verification reuse the diff.
+    change_from_previous: Option<(usize, f64)>,
 }
 
 /// The review package of a first-stage finish (F1).
@@ -846,12 +849,16 @@ impl Run {
                 })
         };
         // The screen sequence number counts distinct screens: it moves only when the frame changed.
-        let changed = {
+        let change_from_previous = {
             let _phase = phase!("screen_change_diff");
-            self.last_frame
-                .as_ref()
-                .is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002)
+            self.last_frame.as_ref().map(|prev| {
+                (
+                    Arc::as_ptr(prev) as usize,
+                    changed_fraction(prev, &shot.image, None),
+                )
+            })
         };
+        let changed = change_from_previous.is_none_or(|(_, f)| f > 0.002);
         if changed {
             self.screen_seq += 1;
         }
@@ -869,6 +876,7 @@ impl Run {
             shot,
             seq: self.screen_seq,
             geometry,
+            change_from_previous,
         };
         if purpose == "plan" || purpose == "verify" {
             self.tail.push(obs.clone());
@@ -1943,9 +1951,14 @@ impl Run {
             Ok(o) => o,
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
-        let changed = {
-            let _phase = phase!("verify_diff");
-            changed_fraction(&before, &after.shot.image, None)
+        // `before` is alive here, so an equal address is the same frame: the capture already
+        // diffed exactly this pair (the usual case; a pause or device loss in between may not).
+        let changed = match after.change_from_previous {
+            Some((prev, f)) if prev == Arc::as_ptr(&before) as usize => f,
+            _ => {
+                let _phase = phase!("verify_diff");
+                changed_fraction(&before, &after.shot.image, None)
+            }
         };
         let effect = changed > 0.002;
         let mut warnings = Vec::new();
