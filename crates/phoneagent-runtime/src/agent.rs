@@ -399,6 +399,10 @@ struct Run {
     feedback: Vec<String>,
     /// Recent screenshots (hash, image) for the verifier's tail.
     tail: Vec<Obs>,
+    /// The model image of the last planning frame, prepared on a blocking thread while the
+    /// capture goes on (geometry, storing, events): (address of the frame, the job). The job
+    /// holds the frame, so an equal address is the same frame.
+    pending_prepare: Option<(usize, tokio::task::JoinHandle<Result<Prepared, String>>)>,
     /// The last captured frame, for the screen sequence number.
     last_frame: Option<Arc<image::RgbaImage>>,
 }
@@ -517,6 +521,7 @@ impl Run {
             loop_replans: 0,
             feedback: Vec::new(),
             tail: Vec::new(),
+            pending_prepare: None,
             last_frame: None,
         }
     }
@@ -831,6 +836,15 @@ impl Run {
     /// Take a screenshot, store it, emit the observation.
     async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
         let shot = self.device().screenshot(&self.cancel).await?;
+        if purpose == "plan" {
+            // Off the critical path: the resize + encode for the model (M6) overlaps the rest of
+            // the capture; `plan_and_act` picks it up for this frame.
+            let (frame, policy) = (shot.clone(), self.agent.parts.actor.profile.image);
+            self.pending_prepare = Some((
+                Arc::as_ptr(&shot.image) as usize,
+                tokio::task::spawn_blocking(move || adapters::prepare(&frame, &policy)),
+            ));
+        }
         let geometry = self.device().geometry(&self.cancel).await?;
         // The screenshot actually taken is the truth for the size (D2).
         let geometry = ScreenGeometry {
@@ -1292,7 +1306,13 @@ impl Run {
     }
 
     async fn plan_and_act(&mut self, obs: Obs, extra_confirmation: bool) -> Flow {
-        let prepared = match adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image) {
+        let prepared = match self.pending_prepare.take() {
+            Some((frame, job)) if frame == Arc::as_ptr(&obs.shot.image) as usize => job
+                .await
+                .unwrap_or_else(|e| Err(format!("the image preparation task failed: {e}"))),
+            _ => adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image),
+        };
+        let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
                 return Self::end(
