@@ -18,14 +18,18 @@
 //! encode inside `ModelClient::chat`, so they are measured by their `phoneagent::phase` spans
 //! and added back (see `phoneagent_runtime::PHASE_TARGET`); the per-phase table sums each phase's
 //! span busy time per step. Work that overlaps device or model waiting is not on the critical
-//! path and only shows in the phase table. `settle_ms` is 0 (a deliberate wait for the phone,
+//! path and only shows in the phase table (the model image of the planning frame is prepared on
+//! a blocking thread while the capture asks the device for its geometry, so the phases can add
+//! up to more than the overhead: the `rest` row is then negative). `settle_ms` is 0 (a deliberate wait for the phone,
 //! not overhead). The sim renders and the model server answers on the same cores, so device and
 //! model times include their CPU use.
 //!
 //! Memory: a counting global allocator (`cap`) gives the live heap bytes of the whole process
 //! after every step (the scripted model's request log is cleared after each step so the test
 //! double's own record does not count). The table reports the heap and RSS after step N = STEPS/3
-//! and after 3N = STEPS, and the least-squares growth per step over steps N..3N.
+//! and after 3N = STEPS, and the least-squares growth per step over steps N..3N. With no
+//! input-token budget (the default) the planner keeps the whole task's turn history (R6);
+//! `INPUT_TOKEN_BUDGET=N` in the environment sets one, to see what part of the growth that is.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failed run
 
@@ -398,6 +402,10 @@ async fn bench(steps: u32, phases: Phases) {
             settle_ms: 0,
             finish_verify: FinishVerifyMode::Off,
             max_duration: Duration::from_secs(3600),
+            // `INPUT_TOKEN_BUDGET=N` bounds the history the planner keeps (R6) to compare.
+            input_token_budget: std::env::var("INPUT_TOKEN_BUDGET")
+                .ok()
+                .and_then(|v| v.parse().ok()),
             ..AgentConfig::default()
         },
     );
@@ -532,7 +540,7 @@ async fn bench(steps: u32, phases: Phases) {
     }
     println!(
         "| {:<39} | {:>6.2} |        |        |",
-        "not in a phase (awaits, bookkeeping)",
+        "rest (< 0: phases overlapped device I/O)",
         overhead_mean - accounted
     );
     println!(
