@@ -399,9 +399,9 @@ struct Run {
     feedback: Vec<String>,
     /// Recent screenshots (hash, image) for the verifier's tail.
     tail: Vec<Obs>,
-    /// The model image of the last planning frame, prepared on a blocking thread while the
-    /// capture goes on (geometry, storing, events): (address of the frame, the job). The job
-    /// holds the frame, so an equal address is the same frame.
+    /// The model image of the last planning or verification frame, prepared on a blocking
+    /// thread while the run goes on (geometry, storing, events, the next screenshot): (address
+    /// of the frame, the job). The job holds the frame, so an equal address is the same frame.
     pending_prepare: Option<(usize, tokio::task::JoinHandle<Result<Prepared, String>>)>,
     /// The last captured frame, for the screen sequence number.
     last_frame: Option<Arc<image::RgbaImage>>,
@@ -836,12 +836,17 @@ impl Run {
     /// Take a screenshot, store it, emit the observation.
     async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
         let shot = self.device().screenshot(&self.cancel).await?;
-        if purpose == "plan" {
+        let key = Arc::as_ptr(&shot.image) as usize;
+        if (purpose == "plan" || purpose == "verify")
+            && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
+        {
             // Off the critical path: the resize + encode for the model (M6) overlaps the rest of
-            // the capture; `plan_and_act` picks it up for this frame.
+            // the capture, and for a verification frame the end of the step and the next
+            // planning screenshot: an unchanged screen comes back as the same decoded frame
+            // (same address), whose image is then ready. `plan_and_act` picks it up.
             let (frame, policy) = (shot.clone(), self.agent.parts.actor.profile.image);
             self.pending_prepare = Some((
-                Arc::as_ptr(&shot.image) as usize,
+                key,
                 tokio::task::spawn_blocking(move || adapters::prepare(&frame, &policy)),
             ));
         }
