@@ -25,9 +25,11 @@
 //! model times include their CPU use.
 //!
 //! Memory: a counting global allocator (`cap`) gives the live heap bytes of the whole process
-//! after every step (the scripted model's request log is cleared after each step so the test
-//! double's own record does not count). The table reports the heap and RSS after step N = STEPS/3
-//! and after 3N = STEPS, and the least-squares growth per step over steps N..3N. With no
+//! after every 10th step, once the step's background image job is done (the scripted model's
+//! request log is cleared after each step so the test double's own record does not count; the
+//! step after a sample is left out of the timings). The table reports the heap and RSS at the
+//! first sample from step N = STEPS/3 on and at 3N = STEPS, and the least-squares growth per
+//! step over those samples. With no
 //! input-token budget (the default) the planner keeps the whole task's turn history (R6);
 //! `INPUT_TOKEN_BUDGET=N` in the environment sets one, to see what part of the growth that is.
 
@@ -312,12 +314,15 @@ fn slope(xs: &[f64], ys: &[f64]) -> f64 {
     if den == 0.0 { 0.0 } else { num / den }
 }
 
+/// Memory is sampled after every this many steps.
+const MEMORY_EVERY: u32 = 10;
+
 fn main() {
     let steps: u32 = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(150)
-        .max(12);
+        .max(60);
     let phases = Phases::default();
     let filter =
         tracing_subscriber::filter::filter_fn(|m| m.target() == phoneagent_runtime::PHASE_TARGET);
@@ -418,8 +423,9 @@ async fn bench(steps: u32, phases: Phases) {
     let mut device_ms = Vec::new();
     let mut model_ms = Vec::new();
     let mut per_phase: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
-    // (step, live heap bytes, RSS KiB) after every step.
+    // (step, live heap bytes, RSS KiB) after every MEMORY_EVERY-th step.
     let mut mem: Vec<(u32, usize, u64)> = Vec::new();
+    let mut skip_timing = false;
     let t_all = Instant::now();
     device_meter.take();
     model_meter.take();
@@ -436,9 +442,17 @@ async fn bench(steps: u32, phases: Phases) {
         let ph = phases.take();
         // The test double's request log (images included) is not the agent's memory.
         model.clear_requests();
-        mem.push((i + 1, HEAP.allocated(), memory_kib().1));
+        let after_sample = std::mem::take(&mut skip_timing);
+        if (i + 1) % MEMORY_EVERY == 0 {
+            // Let the background image job of this step's last frame finish so its buffers do
+            // not make the sample noisy; the next step starts with that image ready, so it is
+            // left out of the timings.
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            mem.push((i + 1, HEAP.allocated(), memory_kib().1));
+            skip_timing = true;
+        }
         // The first two steps warm caches (glyphs, connections); keep them out of the stats.
-        if i < 2 {
+        if i < 2 || after_sample {
             continue;
         }
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -568,12 +582,12 @@ async fn bench(steps: u32, phases: Phases) {
         "| database + WAL files, MiB              | {:>12.1} |",
         db_bytes as f64 / 1048576.0
     );
-    let n = (steps / 3) as usize;
-    let window = &mem[n - 1..];
+    let n = steps / 3;
+    let window: Vec<_> = mem.iter().filter(|m| m.0 >= n).copied().collect();
     let xs: Vec<f64> = window.iter().map(|m| f64::from(m.0)).collect();
     let heap: Vec<f64> = window.iter().map(|m| m.1 as f64).collect();
     let rss: Vec<f64> = window.iter().map(|m| m.2 as f64 * 1024.0).collect();
-    let (at_n, at_3n) = (mem[n - 1], mem[mem.len() - 1]);
+    let (at_n, at_3n) = (window[0], window[window.len() - 1]);
     let mib = |b: f64| b / 1048576.0;
     println!();
     println!("| memory (whole process: sim + model server + agent) |      value |");
