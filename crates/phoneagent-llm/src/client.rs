@@ -346,11 +346,16 @@ impl ChatClient {
         self.cfg.api_key.as_ref().map(|k| k.expose())
     }
 
-    async fn attempt(&self, body: &Value, stream: bool) -> std::result::Result<Parsed, Attempt> {
+    async fn attempt(
+        &self,
+        body: &bytes::Bytes,
+        stream: bool,
+    ) -> std::result::Result<Parsed, Attempt> {
         let resp = self
             .http
             .post(&self.endpoint)
-            .json(body)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.clone())
             .send()
             .await
             .map_err(|e| classify_reqwest(&e))?;
@@ -488,7 +493,12 @@ impl ChatClient {
 impl ModelClient for ChatClient {
     async fn chat(&self, req: ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse> {
         let stream = req.stream.unwrap_or(self.cfg.stream);
-        let body = self.build_body(&req);
+        // Serialized once (a screenshot makes it ~200 KB), reused by every retry.
+        let body = {
+            let _phase =
+                tracing::trace_span!(target: "phoneagent::phase", "request_encode").entered();
+            bytes::Bytes::from(self.build_body(&req).to_string())
+        };
         let started = Instant::now();
         let total = Duration::from_millis(self.cfg.timeout_ms.max(1));
         let mut attempts = 0u32;

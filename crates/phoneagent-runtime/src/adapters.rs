@@ -30,10 +30,15 @@ pub struct Prepared {
 
 /// Downscale and encode (M6); coordinates are mapped back from the size actually sent.
 pub fn prepare(shot: &Screenshot, policy: &ImagePolicy) -> Result<Prepared, String> {
+    let _phase = crate::phase!("prepare_image");
     let p = phoneagent_llm::image::prepare_image(&shot.image, policy).map_err(|e| e.to_string())?;
     let (w, h) = p.sent;
+    let data_url = {
+        let _phase = crate::phase!("data_url");
+        p.data_url()
+    };
     Ok(Prepared {
-        data_url: p.data_url(),
+        data_url,
         sent_w: w,
         sent_h: h,
         original: p.original,
@@ -132,6 +137,7 @@ pub fn parse_response(
     image: (u32, u32),
     task: &str,
 ) -> Parsed {
+    let _phase = crate::phase!("parse_response");
     let opts = parse_options_for(
         space.unwrap_or(CoordinateSpace::Relative0999),
         image,
@@ -282,6 +288,7 @@ fn target_summary(input: &phoneagent_safety::GateInput) -> String {
 /// Classify and decide (S1–S6). Pure and synchronous.
 pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVerdict {
     use phoneagent_safety::Decision as D;
+    let _phase = crate::phase!("safety_gate");
     let input = phoneagent_safety::GateInput::from_action(action, Some(task));
     let cls = phoneagent_safety::classify(&input);
     let reasons: Vec<String> = cls

@@ -348,6 +348,9 @@ struct Obs {
     shot: Screenshot,
     seq: u64,
     geometry: ScreenGeometry,
+    /// The whole-frame changed fraction against the frame observed before this one (address
+    /// of that frame, fraction); `None` for the first frame. Lets verification reuse the diff.
+    change_from_previous: Option<(usize, f64)>,
 }
 
 /// The review package of a first-stage finish (F1).
@@ -396,6 +399,10 @@ struct Run {
     feedback: Vec<String>,
     /// Recent screenshots (hash, image) for the verifier's tail.
     tail: Vec<Obs>,
+    /// The model image of the last planning or verification frame, prepared on a blocking
+    /// thread while the run goes on (geometry, storing, events, the next screenshot): (address
+    /// of the frame, the job). The job holds the frame, so an equal address is the same frame.
+    pending_prepare: Option<(usize, tokio::task::JoinHandle<Result<Prepared, String>>)>,
     /// The last captured frame, for the screen sequence number.
     last_frame: Option<Arc<image::RgbaImage>>,
 }
@@ -514,6 +521,7 @@ impl Run {
             loop_replans: 0,
             feedback: Vec::new(),
             tail: Vec::new(),
+            pending_prepare: None,
             last_frame: None,
         }
     }
@@ -828,6 +836,20 @@ impl Run {
     /// Take a screenshot, store it, emit the observation.
     async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
         let shot = self.device().screenshot(&self.cancel).await?;
+        let key = Arc::as_ptr(&shot.image) as usize;
+        if (purpose == "plan" || purpose == "verify")
+            && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
+        {
+            // Off the critical path: the resize + encode for the model (M6) overlaps the rest of
+            // the capture, and for a verification frame the end of the step and the next
+            // planning screenshot: an unchanged screen comes back as the same decoded frame
+            // (same address), whose image is then ready. `plan_and_act` picks it up.
+            let (frame, policy) = (shot.clone(), self.agent.parts.actor.profile.image);
+            self.pending_prepare = Some((
+                key,
+                tokio::task::spawn_blocking(move || adapters::prepare(&frame, &policy)),
+            ));
+        }
         let geometry = self.device().geometry(&self.cancel).await?;
         // The screenshot actually taken is the truth for the size (D2).
         let geometry = ScreenGeometry {
@@ -835,19 +857,27 @@ impl Run {
             height_px: shot.image.height(),
             ..geometry
         };
-        let hash = self
-            .bus
-            .recorder()
-            .put_screenshot(&shot.png, shot.image.width(), shot.image.height())
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "could not store screenshot");
-                crate::sha256_hex(&shot.png)
-            });
+        let hash = {
+            let _phase = phase!("store_screenshot");
+            self.bus
+                .recorder()
+                .put_screenshot(&shot.png, shot.image.width(), shot.image.height())
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "could not store screenshot");
+                    crate::sha256_hex(&shot.png)
+                })
+        };
         // The screen sequence number counts distinct screens: it moves only when the frame changed.
-        let changed = self
-            .last_frame
-            .as_ref()
-            .is_none_or(|prev| changed_fraction(prev, &shot.image, None) > 0.002);
+        let change_from_previous = {
+            let _phase = phase!("screen_change_diff");
+            self.last_frame.as_ref().map(|prev| {
+                (
+                    Arc::as_ptr(prev) as usize,
+                    changed_fraction(prev, &shot.image, None),
+                )
+            })
+        };
+        let changed = change_from_previous.is_none_or(|(_, f)| f > 0.002);
         if changed {
             self.screen_seq += 1;
         }
@@ -865,6 +895,7 @@ impl Run {
             shot,
             seq: self.screen_seq,
             geometry,
+            change_from_previous,
         };
         if purpose == "plan" || purpose == "verify" {
             self.tail.push(obs.clone());
@@ -1152,6 +1183,7 @@ impl Run {
         extra_confirmation: bool,
         retry_feedback: Option<&str>,
     ) -> ChatRequest {
+        let _phase = phase!("build_request");
         let cfg = self.cfg().clone();
         let space = self.contract.unwrap_or(CoordinateSpace::Relative0999);
         let system = crate::prompt::system_prompt(&crate::prompt::PromptInput {
@@ -1279,7 +1311,13 @@ impl Run {
     }
 
     async fn plan_and_act(&mut self, obs: Obs, extra_confirmation: bool) -> Flow {
-        let prepared = match adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image) {
+        let prepared = match self.pending_prepare.take() {
+            Some((frame, job)) if frame == Arc::as_ptr(&obs.shot.image) as usize => job
+                .await
+                .unwrap_or_else(|e| Err(format!("the image preparation task failed: {e}"))),
+            _ => adapters::prepare(&obs.shot, &self.agent.parts.actor.profile.image),
+        };
+        let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
                 return Self::end(
@@ -1938,7 +1976,15 @@ impl Run {
             Ok(o) => o,
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
-        let changed = changed_fraction(&before, &after.shot.image, None);
+        // `before` is alive here, so an equal address is the same frame: the capture already
+        // diffed exactly this pair (the usual case; a pause or device loss in between may not).
+        let changed = match after.change_from_previous {
+            Some((prev, f)) if prev == Arc::as_ptr(&before) as usize => f,
+            _ => {
+                let _phase = phase!("verify_diff");
+                changed_fraction(&before, &after.shot.image, None)
+            }
+        };
         let effect = changed > 0.002;
         let mut warnings = Vec::new();
         if !effect {
@@ -2059,6 +2105,7 @@ impl Run {
                     });
                 }
             };
+            let phase = phase!("freshness_diff");
             let global = changed_fraction(&planned.shot.image, &now.shot.image, None);
             let (w, h) = now.shot.image.dimensions();
             let half = ((w.min(h) as f64) * fc.target_half_frac).round().max(16.0) as u32;
@@ -2072,6 +2119,7 @@ impl Run {
                     )
                 })
                 .fold(0.0f64, f64::max);
+            drop(phase);
             let fresh = planned.shot.image.dimensions() == now.shot.image.dimensions()
                 && target <= fc.target_threshold
                 && global <= fc.global_threshold;

@@ -105,6 +105,7 @@ impl EventBus {
     /// Emit an event: commit, then broadcast. A recorder failure is remembered (see
     /// [`EventBus::take_write_error`]) so the runtime stops before the next device command.
     pub fn emit(&self, event: AgentEvent) -> EventEnvelope {
+        let _phase = crate::phase!("event_commit");
         let env = EventEnvelope {
             run_id: self.run_id.clone(),
             seq: self.seq.fetch_add(1, Ordering::SeqCst),

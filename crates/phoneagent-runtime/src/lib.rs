@@ -15,6 +15,21 @@
 //!   and the safety gate.
 //! * `guards` — task guards (F4). `pixels` — pixel diffs. `approver` — human interrupts.
 //! * `events` — the event bus and the recorder trait; `store_recorder` — the SQLite recorder.
+//!
+//! Cost accounting: each CPU phase of a step (image preparation, pixel diffs, screenshot
+//! storage, event commits, request building, parsing, gating) runs inside a TRACE-level span
+//! with target [`PHASE_TARGET`] named after the phase; the device crate (`png_decode`) and the
+//! model client (`request_encode`, `image_resize`, `image_encode`) use the same target. Disabled
+//! spans cost one atomic load; `benches/step_overhead.rs` sums their busy time per phase.
+
+/// An entered TRACE span with target [`PHASE_TARGET`] timing one CPU phase of a step; hold the
+/// guard for the phase (never across an `.await`).
+macro_rules! phase {
+    ($name:literal) => {
+        tracing::trace_span!(target: "phoneagent::phase", $name).entered()
+    };
+}
+pub(crate) use phase;
 
 mod adapters;
 mod agent;
@@ -34,6 +49,9 @@ pub use config::{AgentConfig, FinishVerifyMode, FreshnessConfig, Lang};
 pub use control::PauseHandle;
 pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
 pub use phoneagent_llm::config::ActionProtocol;
+
+/// The `tracing` target of the per-phase cost spans (see the crate docs).
+pub const PHASE_TARGET: &str = "phoneagent::phase";
 
 /// Errors before a run starts (everything during a run ends in a `RunOutcome`).
 #[derive(Debug, thiserror::Error)]

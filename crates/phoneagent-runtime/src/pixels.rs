@@ -37,8 +37,13 @@ impl Rect {
 }
 
 /// Fraction of sampled pixels that differ between `a` and `b` inside `region` (whole image when
-/// `None`). Images of different sizes are entirely different (`1.0`).
+/// `None`). Images of different sizes are entirely different (`1.0`); the same image (one
+/// shared decoded frame) is unchanged (`0.0`) without a scan.
 pub fn changed_fraction(a: &RgbaImage, b: &RgbaImage, region: Option<Rect>) -> f64 {
+    // The device layer hands out the same decoded frame for byte-identical screenshots.
+    if std::ptr::eq(a, b) {
+        return 0.0;
+    }
     if a.dimensions() != b.dimensions() {
         return 1.0;
     }
@@ -111,6 +116,28 @@ mod tests {
         assert_eq!(inside, 1.0);
         let outside = changed_fraction(&a, &b, Some(Rect::around(300, 300, 20, 400, 400)));
         assert_eq!(outside, 0.0);
+    }
+
+    #[test]
+    fn one_shared_frame_is_unchanged_and_equal_copies_agree() {
+        let mut a = solid(300, 300, 0);
+        for y in 0..60 {
+            for x in 0..60 {
+                a.put_pixel(x, y, image::Rgba([200, 10, 10, 255]));
+            }
+        }
+        // The same frame (the device shares one decode for identical bytes) short-cuts to 0…
+        assert_eq!(changed_fraction(&a, &a, None), 0.0);
+        // …exactly what the scan gives for an equal copy.
+        assert_eq!(changed_fraction(&a, &a.clone(), None), 0.0);
+        let r = Some(Rect::around(30, 30, 10, 300, 300));
+        assert_eq!(
+            changed_fraction(&a, &a, r),
+            changed_fraction(&a, &a.clone(), r)
+        );
+        // A different frame still scans.
+        let b = solid(300, 300, 0);
+        assert!(changed_fraction(&a, &b, None) > 0.03);
     }
 
     #[test]

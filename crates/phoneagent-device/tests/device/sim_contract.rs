@@ -217,6 +217,61 @@ async fn raw_screenshot_path_gives_the_same_pixels() {
     assert!(reencoded == *raw.image, "host-encoded PNG is lossless");
 }
 
+/// An unchanged screen gives byte-identical `screencap` output: the device hands out the same
+/// decoded frame (no second decode), and a changed screen is decoded anew and matches the phone.
+#[tokio::test]
+async fn identical_screencaps_share_one_decoded_frame_and_changes_decode_anew() {
+    let (sim, server) = start(SimConfig::default()).await;
+    let c = CancellationToken::new();
+    for mode in [ScreenshotMode::Png, ScreenshotMode::Raw] {
+        let dev = AdbDevice::open(
+            server.clone(),
+            "virtual-phone-1",
+            AdbDeviceOptions {
+                screenshot_mode: mode,
+                ..fast_opts()
+            },
+        )
+        .await
+        .unwrap();
+        let a = dev.screenshot(&c).await.unwrap();
+        let b = dev.screenshot(&c).await.unwrap();
+        assert!(
+            std::sync::Arc::ptr_eq(&a.image, &b.image),
+            "{mode:?}: the same bytes reuse the decoded frame"
+        );
+        assert_eq!(a.png, b.png, "{mode:?}");
+        assert_eq!(a.blocked, b.blocked);
+        // Open an app so the screen changes, then compare with a fresh decode.
+        let phone = sim.phone("virtual-phone-1").unwrap();
+        let (x, y) = phone
+            .ground_truth()
+            .elements
+            .iter()
+            .find(|e| e.id == "home.app.shop")
+            .map(|e| e.center())
+            .unwrap();
+        dev.tap(pt(x as u32, y as u32), &c).await.unwrap();
+        let changed = dev.screenshot(&c).await.unwrap();
+        assert!(
+            !std::sync::Arc::ptr_eq(&a.image, &changed.image),
+            "{mode:?}: a new screen is decoded anew"
+        );
+        assert!(
+            *changed.image != *a.image,
+            "{mode:?}: the new screen differs"
+        );
+        let truth = image::load_from_memory(&phone.screenshot_png().unwrap())
+            .unwrap()
+            .into_rgba8();
+        assert!(
+            *changed.image == truth,
+            "{mode:?}: the decoded frame is the phone's current screen"
+        );
+        dev.key(KeyCode::Back, &c).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn black_frame_is_returned_as_blocked_not_replaced() {
     let (sim, dev) = one_phone().await;

@@ -657,3 +657,48 @@ async fn finish_after_a_handed_back_take_over_is_not_text_only() {
         "no finish was rejected after the hand-back"
     );
 }
+
+/// P1/M6: every planning request carries exactly the stored planning frame of its step,
+/// prepared for the model. The preparation runs on a blocking thread while the capture goes on
+/// (geometry, storing, events), so this checks it is matched to the right frame: byte for byte
+/// the JPEG that `prepare_image` makes from the stored PNG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_planning_request_carries_its_own_planning_frame() {
+    use phoneagent_llm::image::{ImagePolicy, prepare_image};
+    let mut h = Harness::new(BUY, Opts::default()).await;
+    let out = h.run("Buy the first product in the shop").await;
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+    let events = h.drain();
+    let expected: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Observation {
+                screenshot,
+                purpose,
+                ..
+            } if purpose == "plan" => Some(screenshot.clone()),
+            _ => None,
+        })
+        .map(|hash| {
+            let stored = h.store.screenshot(&hash).unwrap().unwrap();
+            let img = image::load_from_memory(&stored.bytes).unwrap().into_rgba8();
+            prepare_image(&img, &ImagePolicy::default())
+                .unwrap()
+                .data_url()
+        })
+        .collect();
+    let sent: Vec<String> = h
+        .model
+        .chat_requests()
+        .iter()
+        .filter(|r| r.system_text().contains("[phoneagent-role: actor]"))
+        .flat_map(|r| r.image_urls())
+        .collect();
+    assert!(expected.len() >= 5, "{} planning frames", expected.len());
+    assert_eq!(sent.len(), expected.len(), "one image per planning request");
+    let distinct: std::collections::HashSet<&String> = expected.iter().collect();
+    assert!(distinct.len() >= 3, "the run goes through several screens");
+    for (i, (s, e)) in sent.iter().zip(&expected).enumerate() {
+        assert!(s == e, "planning request {i} carries another frame");
+    }
+}
