@@ -114,6 +114,10 @@ fn truncate(s: &str, max: usize) -> String {
     }
 }
 
+/// What a receipt shows instead of text typed into a password/credential field (or marked
+/// `sensitive`).
+pub const SECRET_MASK: &str = "[secret]";
+
 /// The target text of `input` as a receipt shows it: `type_text` → the typed text, redacted
 /// then truncated to 32 chars; `launch_app` → the app name truncated to 24 chars; other tools →
 /// the `target_description` redacted then truncated to 24 chars. `None` when there is none.
@@ -141,10 +145,24 @@ pub fn receipt_target(input: &GateInput) -> Option<String> {
 
 impl WarningReceipt {
     fn new(input: &GateInput, kind: ReceiptKind, reason_code: &str, evidence: &str) -> Self {
+        // Text typed into a password or credential field, or self-declared sensitive, is never
+        // repeated: the receipt goes to the model, the console, the store and exports.
+        let secret = input.tool == Tool::TypeText
+            && (input.sensitive
+                || input.target_is_password_field == Some(true)
+                || matches!(reason_code, "password_field" | "credential_target"));
         Self {
             status: "error".into(),
             tool: input.tool,
-            target: receipt_target(input),
+            target: if secret {
+                input
+                    .text
+                    .as_deref()
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|_| SECRET_MASK.to_string())
+            } else {
+                receipt_target(input)
+            },
             kind,
             reason_code: reason_code.into(),
             evidence: truncate(&redact_text(evidence), TARGET_MAX_CHARS),

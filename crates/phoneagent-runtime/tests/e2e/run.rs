@@ -163,10 +163,23 @@ async fn draft_mail_is_never_sent_and_stays_visible() {
         t.mails_sent
     );
     assert_eq!(t.current_screen, "mail_compose", "the draft stays visible");
-    let typed = serde_json::to_string(&t.typed_text).unwrap();
+    // Every field of the draft is filled, the recipient included (it was once left empty
+    // while the run still "succeeded").
+    let fields = &t.typed_text.fields;
+    assert_eq!(
+        fields.get("mail.to").map(String::as_str),
+        Some("bob@example.com"),
+        "{fields:?}"
+    );
+    assert_eq!(
+        fields.get("mail.subject").map(String::as_str),
+        Some("Lunch on Friday")
+    );
     assert!(
-        typed.contains("Lunch on Friday") && typed.contains("— Alice"),
-        "{typed}"
+        fields
+            .get("mail.body")
+            .is_some_and(|b| b.contains("— Alice")),
+        "{fields:?}"
     );
     // The Send tap was blocked with zero touches.
     let blocked = gate_decisions(&events)

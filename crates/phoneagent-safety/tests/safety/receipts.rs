@@ -63,6 +63,27 @@ fn type_text_credential_receipt_redacts_then_truncates() {
     both("type_text_credential", &r);
 }
 
+/// A password typed into a password field never appears in the receipt (which the model, the
+/// console, the store and exports see): before, the receipt repeated "hunter2".
+#[test]
+fn text_typed_into_a_password_field_is_masked_in_the_receipt() {
+    for input in [
+        GateInput::new(Tool::TypeText)
+            .with_text("hunter2")
+            .target("password"),
+        GateInput::new(Tool::TypeText)
+            .with_text("hunter2")
+            .target("登录密码输入框"),
+    ] {
+        let r = warn(&input);
+        assert_eq!(r.target.as_deref(), Some("[secret]"));
+        for lang in [Lang::En, Lang::Zh] {
+            assert!(!r.render(lang).contains("hunter2"), "{}", r.render(lang));
+            assert!(!r.notice(lang).contains("hunter2"));
+        }
+    }
+}
+
 #[test]
 fn long_press_otp_target_receipt() {
     both(
