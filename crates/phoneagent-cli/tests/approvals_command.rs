@@ -89,3 +89,25 @@ fn demo_in_approve_for_me_mode_then_the_approvals_ledger() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run matches"));
 }
+
+/// `phoneagent demo --json`: stdout is JSON lines only (the demo's banner and summary go to
+/// stderr); before, 8 lines of prose were mixed in.
+#[test]
+fn demo_json_stdout_is_only_json_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let out = phoneagent(home.path())
+        .args(["demo", "--json", "--report"])
+        .arg(home.path().join("r.html"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() > 20, "{stdout}");
+    for l in &lines {
+        serde_json::from_str::<serde_json::Value>(l)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"));
+    }
+    assert!(stderr.contains("report:"), "{stderr}");
+}

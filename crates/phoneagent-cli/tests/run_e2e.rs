@@ -863,3 +863,36 @@ fn ctrl_c_at_the_interactive_prompt_after_a_task_quits() {
     drop(stdin);
     assert_eq!(s.runs()[0]["status"], "succeeded");
 }
+
+/// At the interactive prompt, "help" explains and "exit" quits; neither becomes a task on the
+/// phone (before, both started a run).
+#[test]
+fn help_and_exit_at_the_interactive_prompt_are_not_tasks() {
+    let s = Setup::start("home", OPEN_SHOP);
+    let mut child = s
+        .cli()
+        .args([
+            "run",
+            "--serial",
+            "virtual-phone-1",
+            "--base-url",
+            &s.base_url,
+            "--model",
+            "scripted-model",
+            "--coord-space",
+            "relative_0_999",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, "help\nexit\n".as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("Type what the phone should do"), "{err}");
+    assert!(s.runs().is_empty(), "no run was started");
+}

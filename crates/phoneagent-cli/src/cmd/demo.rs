@@ -49,6 +49,18 @@ pub struct DemoArgs {
 
 /// Run the demo.
 pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
+    // With --json, stdout carries only the JSON lines of events: the demo's own lines go to
+    // stderr.
+    let json = a.json;
+    macro_rules! info {
+        ($($arg:tt)*) => {
+            if json {
+                super::out::note(&format!($($arg)*));
+            } else {
+                outln!($($arg)*);
+            }
+        };
+    }
     if a.list {
         for s in SCENARIOS {
             outln!(
@@ -74,10 +86,10 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         )
     })?;
     let t0 = Instant::now();
-    outln!(
+    info!(
         "PhoneAgent DEMO — a virtual phone and a scripted model on this computer; no real phone or model is used."
     );
-    outln!(
+    info!(
         "A real run needs a phone with USB debugging and a model endpoint: see `phoneagent run --help`.\n"
     );
 
@@ -153,7 +165,7 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
 
     let truth = sim.phone(&serial).map(|p| p.ground_truth());
     if let Some(t) = &truth {
-        outln!(
+        info!(
             "\nvirtual phone ground truth: screen {} · orders placed {} · mails sent {}",
             t.current_screen,
             t.orders_placed,
@@ -162,15 +174,15 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     }
     let run_id = uuid::Uuid::parse_str(&outcome.run_id)?;
     write_export(&store, run_id, "html", &a.report)?;
-    outln!("report: {}", a.report.display());
-    outln!(
+    info!("report: {}", a.report.display());
+    info!(
         "history: `phoneagent runs`; export: `phoneagent export {} --format json -o run.json`",
         &outcome.run_id[..8]
     );
     if scenario.mode == AccessMode::ApproveForMe {
-        outln!("approvals: `phoneagent approvals {}`", &outcome.run_id[..8]);
+        info!("approvals: `phoneagent approvals {}`", &outcome.run_id[..8]);
     }
-    outln!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
+    info!("demo finished in {:.1} s", t0.elapsed().as_secs_f64());
     model.shutdown().await;
     sim.shutdown().await;
     Ok(exit_code(&outcome))

@@ -284,7 +284,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         }
         None => {
             eprintln!(
-                "PhoneAgent interactive mode: type a task and press Enter (empty line or Ctrl-D to quit)."
+                "PhoneAgent interactive mode: type a task and press Enter (\"help\" for help; an empty line, \"exit\" or Ctrl-D quits)."
             );
             loop {
                 eprint!("task> ");
@@ -304,6 +304,18 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
                 let task = line.1.trim().to_string();
                 if line.0 == 0 || task.is_empty() {
                     break;
+                }
+                // Words a user types to leave or to get help are not tasks for the phone.
+                match task.to_lowercase().as_str() {
+                    "exit" | "quit" | "q" | ":q" | "退出" => break,
+                    "help" | "?" | "帮助" => {
+                        super::out::note(
+                            "Type what the phone should do, e.g. \"Open Settings and turn on Wi-Fi\", and press Enter. \
+                             An empty line, Ctrl-D, \"exit\" or Ctrl-C quits; Ctrl-C during a task cancels it.",
+                        );
+                        continue;
+                    }
+                    _ => {}
                 }
                 let cancel = CancellationToken::new();
                 let listener = cancel_on_ctrl_c(cancel.clone());
