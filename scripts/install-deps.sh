@@ -15,3 +15,22 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   fonts-wqy-microhei fonts-dejavu-core \
   adb >/dev/null
 echo "system packages installed"
+
+# Toolchains are not apt packages here: say what is missing instead of failing later.
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -n "${SUDO_USER:-}" ]; then
+    # Under sudo, root's PATH usually lacks the user's ~/.cargo/bin: not an error.
+    echo "note: run this script without sudo (it calls sudo for apt itself) so it can check Rust and cargo-nextest" >&2
+    exit 0
+  fi
+  echo "Rust is not installed: get it with  curl https://sh.rustup.rs -sSf | sh  (stable), then open a new shell" >&2
+  exit 1
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "installing cargo-nextest (the test runner scripts/test.sh uses)…"
+  cargo install cargo-nextest --locked
+fi
+node_major="$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/')"
+if [ -z "$node_major" ] || [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null 2>&1; then
+  echo "note: the tests and the desktop app's UI need Node.js 20+ with npm (https://nodejs.org or nodesource); the CLI demo does not" >&2
+fi
