@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 /// PhoneAgent: carries out a task on an Android phone by looking at screenshots, under a safety
 /// gate that never lets an irreversible action happen without the right confirmation.
 #[derive(Debug, Parser)]
-#[command(name = "phoneagent", version, about, long_about = None)]
+#[command(name = "phoneagent", version, long_about = None)]
 struct Cli {
     #[command(flatten)]
     global: cmd::Global,

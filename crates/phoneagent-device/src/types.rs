@@ -124,7 +124,7 @@ impl Readiness {
 pub enum DeviceError {
     /// No device connected.
     #[error(
-        "no Android device found: connect a phone with USB debugging on, or start the virtual phone (`phoneagent sim serve`)"
+        "no Android device found: connect a phone with USB debugging on, or try the virtual phone: `phoneagent sim serve` in another shell, then add `--adb 127.0.0.1:15037` to your command"
     )]
     NoDevice,
     /// Several devices and none chosen.

@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Maximum run time in minutes.
     #[arg(long, default_value_t = 15)]
     pub max_minutes: u64,
-    /// How long to wait for a phone that disconnects mid-run to come back, in seconds (D6).
+    /// How long to wait for a phone that disconnects mid-run to come back, in seconds.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub device_wait: u64,
     /// Run token budget (all roles).
