@@ -581,3 +581,23 @@ fn doctor_checks_each_model_role_up_wrong_key_unlisted_and_down() {
     );
     assert!(table.contains("fix: "), "{table}");
 }
+
+/// Log lines written to a file or a pipe carry no terminal colour codes (they did).
+#[test]
+fn warnings_on_a_non_terminal_stderr_have_no_colour_codes() {
+    // A direct connection with a fresh home logs the creation of its ADB key (INFO).
+    let home = tempfile::tempdir().unwrap();
+    let out = phoneagent()
+        .env("PHONEAGENT_HOME", home.path())
+        .args(["--direct", "127.0.0.1:9", "-vvv", "devices"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        ["TRACE", "DEBUG", "INFO", "WARN"]
+            .iter()
+            .any(|l| err.contains(l)),
+        "no log line to check: {err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}
