@@ -249,6 +249,8 @@ pub struct KeyStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct RunSummary {
+    /// A labelled demo (virtual phone + scripted model), not a real run.
+    pub demo: bool,
     /// Run id.
     pub id: String,
     /// Task.

@@ -1298,6 +1298,7 @@ impl AppState {
             .list_runs(limit.clamp(1, 1000))?
             .into_iter()
             .map(|r| RunSummary {
+                demo: r.metadata.get("demo") == Some(&serde_json::Value::Bool(true)),
                 id: r.id.to_string(),
                 duration_ms: r.duration_ms(),
                 task: r.task,

@@ -182,6 +182,7 @@ async fn approved_hard_request_places_the_order_and_is_recorded() {
     );
     let runs = f.state.list_runs(10).unwrap();
     assert_eq!(runs.len(), 1);
+    assert!(!runs[0].demo, "a real run is not a demo");
     let events = f.state.run_events(&runs[0].id).unwrap();
     assert_eq!(
         events.len(),
@@ -404,4 +405,7 @@ async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
         state.recent_tasks().unwrap().is_empty(),
         "a demo does not fill the recent tasks"
     );
+    let runs = state.list_runs(10).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.demo), "history marks demo runs");
 }

@@ -397,6 +397,9 @@ def main():
         assert status == "succeeded", status
         assert truth(sim_port)["orders_placed"] == 1, "the demo's purchase is on the virtual phone"
         shot(s, "demo.png")
+        s.click("#nav-history")
+        s.wait_for("#runs-list [data-demo]", 15)
+        s.click("#nav-run")
 
     def approvals_tab_policy_switch_and_language():
         # Issue 7: the policy is edited in Settings (a rule that never allows orders, a tool

@@ -423,6 +423,7 @@ impl Run {
             model: agent.parts.actor.profile.model.clone(),
             mode: agent.config.mode.as_str().to_string(),
             started_ms: now_ms(),
+            demo: agent.config.demo,
         };
         agent
             .parts

@@ -25,6 +25,8 @@ pub struct RunMeta {
     pub mode: String,
     /// Start time ms since epoch.
     pub started_ms: u64,
+    /// A labelled demo on the virtual phone with a scripted model (SPEC C1): history marks it.
+    pub demo: bool,
 }
 
 /// Where a run's history goes (the SQLite store in the product). Calls are synchronous and must

@@ -36,6 +36,10 @@ impl RunRecorder for StoreRecorder {
         run.model_profile = Some(meta.profile.clone());
         run.model = Some(meta.model.clone());
         run.access_mode = meta.mode.parse::<AccessMode>().unwrap_or_default();
+        if meta.demo {
+            // Exported under `run.metadata`; history lists show the run as a demo.
+            run.metadata = serde_json::json!({ "demo": true });
+        }
         self.store.start_run(&run).map_err(|e| e.to_string())
     }
 

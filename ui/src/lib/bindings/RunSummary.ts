@@ -5,6 +5,10 @@
  */
 export type RunSummary = { 
 /**
+ * A labelled demo (virtual phone + scripted model), not a real run.
+ */
+demo: boolean, 
+/**
  * Run id.
  */
 id: string, 
