@@ -26,8 +26,9 @@ if cargo tree -p phoneagent-runtime --locked 2>/dev/null | grep -q tauri; then
   echo "phoneagent-runtime depends on tauri: core crates must not" >&2; exit 1
 fi
 
+# ts-rs writes to ui/src/lib/bindings (TS_RS_EXPORT_DIR in .cargo/config.toml).
 step "cargo nextest (the whole workspace; regenerates ui/src/lib/bindings and the event fixture)"
-TS_RS_EXPORT_DIR="$ROOT/ui/src/lib/bindings" PHONEAGENT_WRITE_FIXTURES=1 \
+PHONEAGENT_WRITE_FIXTURES=1 \
   cargo nextest run --workspace --locked --no-fail-fast
 if git rev-parse --git-dir >/dev/null 2>&1 \
   && [ -n "$(git status --porcelain -- ui/src/lib/bindings ui/src/lib/fixtures)" ]; then
