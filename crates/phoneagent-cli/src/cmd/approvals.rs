@@ -9,7 +9,7 @@ use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::Lang;
 
 use super::Global;
-use super::run::open_store;
+use super::run::{find_run, open_store};
 
 /// `phoneagent approvals`
 #[derive(Debug, clap::Args)]
@@ -155,19 +155,7 @@ pub fn render_table(rows: &[ApprovalReview], lang: Lang) -> String {
 /// Print a run's approve-for-me ledger.
 pub async fn approvals(_g: &Global, a: ApprovalsArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
-    let ids = store.find_runs_by_prefix(&a.run_id)?;
-    let id = match ids.as_slice() {
-        [id] => *id,
-        [] => anyhow::bail!(
-            "no run matches {:?}: list runs with `phoneagent runs`",
-            a.run_id
-        ),
-        _ => anyhow::bail!(
-            "{:?} matches {} runs: give more characters of the run id",
-            a.run_id,
-            ids.len()
-        ),
-    };
+    let id = find_run(&store, &a.run_id)?;
     let rows = store.approval_reviews(id)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);

@@ -389,22 +389,26 @@ pub struct ExportArgs {
     pub output: std::path::PathBuf,
 }
 
+/// The one run whose id starts with `prefix` (`phoneagent runs` shows 8 characters).
+///
+/// # Errors
+/// No run or several runs match (the message says what to do); store errors.
+pub fn find_run(store: &Store, prefix: &str) -> anyhow::Result<uuid::Uuid> {
+    let ids = store.find_runs_by_prefix(prefix)?;
+    match ids.as_slice() {
+        [id] => Ok(*id),
+        [] => anyhow::bail!("no run matches {prefix:?}: list runs with `phoneagent runs`"),
+        _ => anyhow::bail!(
+            "{prefix:?} matches {} runs: give more characters of the run id",
+            ids.len()
+        ),
+    }
+}
+
 /// Export a run.
 pub async fn export(_g: &Global, a: ExportArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
-    let ids = store.find_runs_by_prefix(&a.run_id)?;
-    let id = match ids.as_slice() {
-        [id] => *id,
-        [] => anyhow::bail!(
-            "no run matches {:?}: list runs with `phoneagent runs`",
-            a.run_id
-        ),
-        _ => anyhow::bail!(
-            "{:?} matches {} runs: give more characters of the run id",
-            a.run_id,
-            ids.len()
-        ),
-    };
+    let id = find_run(&store, &a.run_id)?;
     write_export(&store, id, &a.format, &a.output)?;
     outln!("wrote {}", a.output.display());
     Ok(0)
