@@ -75,6 +75,43 @@ fn u(v: &serde_json::Value, key: &str) -> Option<i64> {
         .and_then(|x| i64::try_from(x).ok())
 }
 
+/// Inserts (or replaces) the ledger row `request_id` of `kind` built from one event alone: its
+/// tool, tier, `outcome` as the decision, `decided_by`, `latency_ms`, and the payload as record.
+fn insert_single_event_row(
+    conn: &Connection,
+    run_id: &str,
+    request_id: &str,
+    kind: &str,
+    seq: i64,
+    step: i64,
+    e: &EventRecord,
+) -> Result<()> {
+    let p = &e.payload;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO approvals
+         (run_id, request_id, kind, first_seq, last_seq, step, ts_ms, tool, tier, decision, decided_by, latency_ms, record)
+         VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            run_id,
+            request_id,
+            kind,
+            seq,
+            step,
+            e.ts_ms,
+            s(p, "tool"),
+            s(p, "tier"),
+            s(p, "outcome").unwrap_or_else(|| "unknown".into()),
+            s(p, "decided_by"),
+            u(p, "latency_ms"),
+            p.to_string()
+        ])
+    })
+    .map_err(StoreError::sqlite("approval ledger"))?;
+    Ok(())
+}
+
 /// Applies one event to the ledger inside the caller's transaction.
 pub(crate) fn apply_event(conn: &Connection, run_id: &str, e: &EventRecord) -> Result<()> {
     let p = &e.payload;
@@ -82,54 +119,21 @@ pub(crate) fn apply_event(conn: &Connection, run_id: &str, e: &EventRecord) -> R
     let step = i64::from(e.step());
     let err = StoreError::sqlite("approval ledger");
     match e.kind.as_str() {
-        "gate_decision" => {
-            conn.prepare_cached(
-                "INSERT OR REPLACE INTO approvals
-                 (run_id, request_id, kind, first_seq, last_seq, step, ts_ms, tool, tier, decision, decided_by, latency_ms, record)
-                 VALUES (?1, ?2, 'gate', ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    run_id,
-                    format!("gate:{}", e.seq),
-                    seq,
-                    step,
-                    e.ts_ms,
-                    s(p, "tool"),
-                    s(p, "tier"),
-                    s(p, "outcome").unwrap_or_else(|| "unknown".into()),
-                    s(p, "decided_by"),
-                    u(p, "latency_ms"),
-                    p.to_string()
-                ])
-            })
-            .map_err(err)?;
-        }
+        // A gate decision and an approve-for-me review are each a complete row on their own.
+        "gate_decision" => insert_single_event_row(
+            conn,
+            run_id,
+            &format!("gate:{}", e.seq),
+            "gate",
+            seq,
+            step,
+            e,
+        )?,
         "approval_review" => {
             let Some(request_id) = s(p, "request_id") else {
                 return Ok(());
             };
-            conn.prepare_cached(
-                "INSERT OR REPLACE INTO approvals
-                 (run_id, request_id, kind, first_seq, last_seq, step, ts_ms, tool, tier, decision, decided_by, latency_ms, record)
-                 VALUES (?1, ?2, 'auto_review', ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    run_id,
-                    request_id,
-                    seq,
-                    step,
-                    e.ts_ms,
-                    s(p, "tool"),
-                    s(p, "tier"),
-                    s(p, "outcome").unwrap_or_else(|| "unknown".into()),
-                    s(p, "decided_by"),
-                    u(p, "latency_ms"),
-                    p.to_string()
-                ])
-            })
-            .map_err(err)?;
+            insert_single_event_row(conn, run_id, &request_id, "auto_review", seq, step, e)?;
         }
         "human_requested" => {
             let Some(request_id) = s(p, "request_id") else {
