@@ -865,20 +865,13 @@ impl AppState {
             })
             .await
             .map_err(|e| AppError::internal(format!("cannot start the demo model server: {e}")))?;
-        let route = |role: &str| -> AppResult<ModelRoute> {
-            let mut profile =
-                phoneagent_llm::config::Profile::new(model.base_url(), "scripted-model");
-            profile.coordinate_space = phoneagent_protocol::CoordinateSpace::Relative0999;
-            let client = phoneagent_llm::ChatClient::new(phoneagent_llm::ClientConfig::new(
-                model.base_url(),
+        let route = |role: &str| {
+            ModelRoute::unkeyed(
+                &model.base_url(),
                 "scripted-model",
-            ))?;
-            Ok(ModelRoute {
-                client: Arc::new(client),
-                profile_name: format!("demo-{role}"),
-                profile,
-                fallback: None,
-            })
+                phoneagent_protocol::CoordinateSpace::Relative0999,
+                format!("demo-{role}"),
+            )
         };
         let routes = Routes {
             actor: route("actor")?,

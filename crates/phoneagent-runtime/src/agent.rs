@@ -62,6 +62,30 @@ impl ModelRoute {
             fallback: m.fallback.clone(),
         })
     }
+
+    /// A route over an HTTP client to `base_url` serving `model` with no API key, in a fixed
+    /// coordinate `space` (the demo's scripted model server, SPEC C1); `profile_name` is what
+    /// events show.
+    ///
+    /// # Errors
+    /// The client cannot be built (malformed `base_url`).
+    pub fn unkeyed(
+        base_url: &str,
+        model: &str,
+        space: CoordinateSpace,
+        profile_name: impl Into<String>,
+    ) -> Result<Self, LlmError> {
+        let mut profile = Profile::new(base_url, model);
+        profile.coordinate_space = space;
+        Ok(Self {
+            client: Arc::new(phoneagent_llm::ChatClient::new(
+                phoneagent_llm::ClientConfig::new(base_url, model),
+            )?),
+            profile_name: profile_name.into(),
+            profile,
+            fallback: None,
+        })
+    }
 }
 
 /// The live state of the agent (SPEC R2): one owner of the phase.

@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
-use phoneagent_llm::config::Profile;
-use phoneagent_llm::{ChatClient, ClientConfig};
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{Agent, AgentConfig, AgentParts, ModelRoute, PolicyApprover};
@@ -118,16 +116,13 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     let device: Arc<dyn Device> = Arc::new(
         AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?,
     );
-    let route = |role: &str| -> anyhow::Result<ModelRoute> {
-        let mut profile = Profile::new(model.base_url(), "scripted-model");
-        profile.coordinate_space = CoordinateSpace::Relative0999;
-        let client = ChatClient::new(ClientConfig::new(model.base_url(), "scripted-model"))?;
-        Ok(ModelRoute {
-            client: Arc::new(client),
-            profile_name: format!("demo-{role}"),
-            profile,
-            fallback: None,
-        })
+    let route = |role: &str| {
+        ModelRoute::unkeyed(
+            &model.base_url(),
+            "scripted-model",
+            CoordinateSpace::Relative0999,
+            format!("demo-{role}"),
+        )
     };
     let store = open_store()?;
     let agent = Agent::new(
