@@ -90,6 +90,14 @@ pub struct AppState {
     direct_links: Mutex<std::collections::HashMap<String, DirectLink>>,
 }
 
+/// The refusal of a second run while one is active.
+fn busy_error() -> AppError {
+    AppError::new(
+        "busy",
+        "a task is already running: stop it first or wait for it to end",
+    )
+}
+
 fn settings_lang(s: &AppSettings) -> Lang {
     if s.lang == "zh" { Lang::Zh } else { Lang::En }
 }
@@ -775,10 +783,7 @@ impl AppState {
             )));
         }
         if lock(&self.run).is_some() {
-            return Err(AppError::new(
-                "busy",
-                "a task is already running: stop it first or wait for it to end",
-            ));
+            return Err(busy_error());
         }
         let sel = self.selected()?;
         let device = Arc::new(self.open_selected().await?);
@@ -831,10 +836,7 @@ impl AppState {
             ))
         })?;
         if lock(&self.run).is_some() {
-            return Err(AppError::new(
-                "busy",
-                "a task is already running: stop it first or wait for it to end",
-            ));
+            return Err(busy_error());
         }
         let phone = self.start_virtual_phone().await?;
         {
@@ -961,10 +963,7 @@ impl AppState {
         {
             let mut run = lock(&self.run);
             if run.is_some() {
-                return Err(AppError::new(
-                    "busy",
-                    "a task is already running: stop it first or wait for it to end",
-                ));
+                return Err(busy_error());
             }
             *run = Some(ActiveRun {
                 run_id: None,
