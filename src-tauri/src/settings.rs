@@ -31,6 +31,16 @@ pub struct ApprovalPolicySettings {
     /// `settings` (saved from the app), the path of `approval-policy.toml`/`.json` next to the
     /// database (used until the app saves a policy), or `defaults`.
     pub source: String,
+    /// The tools an approval request can be about, i.e. the keys the per-tool table accepts
+    /// (`phoneagent_protocol::action::GATED_TOOLS`).
+    pub tools: Vec<String>,
+}
+
+fn gated_tools() -> Vec<String> {
+    phoneagent_protocol::action::GATED_TOOLS
+        .iter()
+        .map(|t| (*t).to_string())
+        .collect()
 }
 
 impl ApprovalPolicySettings {
@@ -45,6 +55,7 @@ impl ApprovalPolicySettings {
             return Ok(Self {
                 config,
                 source: "settings".into(),
+                tools: gated_tools(),
             });
         }
         let (config, file) =
@@ -52,6 +63,7 @@ impl ApprovalPolicySettings {
         Ok(Self {
             config,
             source: file.map_or_else(|| "defaults".into(), |f| f.display().to_string()),
+            tools: gated_tools(),
         })
     }
 
@@ -66,6 +78,7 @@ impl ApprovalPolicySettings {
             Err(e) if e.code == "invalid_input" => Ok(Self {
                 config: AutoReviewConfig::default(),
                 source: format!("defaults (the file is invalid: {})", e.message),
+                tools: gated_tools(),
             }),
             other => other,
         }
@@ -410,6 +423,11 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let p = ApprovalPolicySettings::load(&store, dir.path()).unwrap();
         assert_eq!(p.source, "defaults");
+        assert_eq!(
+            p.tools,
+            ["tap", "double_tap", "long_press", "type_text", "launch_app"],
+            "the editor offers exactly the tools that can ask"
+        );
         assert_eq!(p.config, AutoReviewConfig::default());
         std::fs::write(
             dir.path().join("approval-policy.toml"),

@@ -15,4 +15,9 @@ config: AutoReviewConfig,
  * `settings` (saved from the app), the path of `approval-policy.toml`/`.json` next to the
  * database (used until the app saves a policy), or `defaults`.
  */
-source: string, };
+source: string, 
+/**
+ * The tools an approval request can be about, i.e. the keys the per-tool table accepts
+ * (`phoneagent_protocol::action::GATED_TOOLS`).
+ */
+tools: Array<string>, };
