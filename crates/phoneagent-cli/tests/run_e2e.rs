@@ -158,12 +158,12 @@ impl Setup {
         c
     }
 
-    /// `phoneagent run TASK --json …EXTRA` against this setup's phone and model.
-    fn run_cmd(&self, task: &str, extra: &[&str]) -> Command {
+    /// Interactive `phoneagent run …EXTRA` (no task: it reads tasks from stdin) against this
+    /// setup's phone and model.
+    fn interactive_cmd(&self, extra: &[&str]) -> Command {
         let mut c = self.cli();
         c.args([
             "run",
-            task,
             "--serial",
             "virtual-phone-1",
             "--base-url",
@@ -172,10 +172,15 @@ impl Setup {
             "scripted-model",
             "--coord-space",
             "relative_0_999",
-            "--json",
         ])
-        .args(extra)
-        .stdin(Stdio::null());
+        .args(extra);
+        c
+    }
+
+    /// `phoneagent run TASK --json …EXTRA` against this setup's phone and model.
+    fn run_cmd(&self, task: &str, extra: &[&str]) -> Command {
+        let mut c = self.interactive_cmd(&["--json"]);
+        c.arg(task).args(extra).stdin(Stdio::null());
         c
     }
 
@@ -813,19 +818,7 @@ fn a_full_disk_on_stdout_is_an_error_not_a_silent_success() {
 fn ctrl_c_at_the_interactive_prompt_after_a_task_quits() {
     let s = Setup::start("home", OPEN_SHOP);
     let mut child = s
-        .cli()
-        .args([
-            "run",
-            "--serial",
-            "virtual-phone-1",
-            "--base-url",
-            &s.base_url,
-            "--model",
-            "scripted-model",
-            "--coord-space",
-            "relative_0_999",
-            "--json",
-        ])
+        .interactive_cmd(&["--json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -870,18 +863,7 @@ fn ctrl_c_at_the_interactive_prompt_after_a_task_quits() {
 fn help_and_exit_at_the_interactive_prompt_are_not_tasks() {
     let s = Setup::start("home", OPEN_SHOP);
     let mut child = s
-        .cli()
-        .args([
-            "run",
-            "--serial",
-            "virtual-phone-1",
-            "--base-url",
-            &s.base_url,
-            "--model",
-            "scripted-model",
-            "--coord-space",
-            "relative_0_999",
-        ])
+        .interactive_cmd(&[])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
