@@ -6,6 +6,8 @@
 //! * [`geometry`]: screen geometry, the three coordinate systems (model-raw, runtime 0..999,
 //!   device pixels) and the coordinate-space names of the contract (SPEC M4, M5).
 //! * [`safety`]: access modes and risk tiers (SPEC S1, S3).
+//! * [`screen`]: the gate's own reading of the pixels around a gated action ([`ScreenReading`],
+//!   SPEC S10, S11).
 //! * [`approval`]: the approve-for-me vocabulary and ledger record (SPEC AR1–AR8).
 //! * [`error`]: stable error codes that reach the UI (`{code, message}`), never matched as strings.
 //! * [`do_grammar`]: the `do(...)` text grammar parser ([`parse_do`], SPEC A2), with
@@ -29,6 +31,7 @@ pub mod prompt;
 pub mod render;
 pub mod safety;
 mod schema;
+pub mod screen;
 pub mod swipe;
 pub mod tools;
 
@@ -48,6 +51,7 @@ pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
 pub use prompt::do_grammar_prompt;
 pub use render::render_do;
 pub use safety::{AccessMode, RiskTier};
+pub use screen::{DialogReading, PxRect, ScreenField, ScreenReading, TargetStyle};
 pub use schema::{DEFAULT_INTERACT_QUESTION, TOOL_NAMES};
 pub use swipe::{SwipeDirection, check_swipe};
 pub use tools::{ToolCall, extract_tool_calls, parse_tool_call, parse_tool_calls, tool_schemas};
