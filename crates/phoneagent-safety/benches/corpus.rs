@@ -29,6 +29,8 @@ struct Row {
     target_is_password_field: Option<bool>,
     #[serde(default)]
     ocr_text: Option<String>,
+    #[serde(default)]
+    screen: Option<phoneagent_safety::ScreenReading>,
     expected: RiskTier,
     #[serde(default)]
     blocked: Option<bool>,
@@ -54,6 +56,7 @@ fn main() -> anyhow_free::Result {
                 confirm_irreversible: false,
                 target_is_password_field: r.target_is_password_field,
                 ocr_text: r.ocr_text.clone(),
+                screen: r.screen.clone(),
             })
         })
         .collect::<Result<_, String>>()?;

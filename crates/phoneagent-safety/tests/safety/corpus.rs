@@ -26,6 +26,8 @@ pub struct Row {
     pub target_is_password_field: Option<bool>,
     #[serde(default)]
     pub ocr_text: Option<String>,
+    #[serde(default)]
+    pub screen: Option<phoneagent_safety::ScreenReading>,
     pub expected: RiskTier,
     #[serde(default)]
     pub blocked: Option<bool>,
@@ -44,6 +46,7 @@ impl Row {
             confirm_irreversible: false,
             target_is_password_field: self.target_is_password_field,
             ocr_text: self.ocr_text.clone(),
+            screen: self.screen.clone(),
         }
     }
 }
