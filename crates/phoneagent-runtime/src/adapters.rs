@@ -289,6 +289,9 @@ fn target_summary(input: &phoneagent_safety::GateInput) -> String {
 pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVerdict {
     use phoneagent_safety::Decision as D;
     let _phase = crate::phase!("safety_gate");
+    // lead: pass the screen reading (`input.screen = Some(reading)`, SPEC S10) and the run's
+    // `GateOptions` (plain_wary) here; until then the gate sees no screen (`None`) and the
+    // default options.
     let input = phoneagent_safety::GateInput::from_action(action, Some(task));
     let cls = phoneagent_safety::classify(&input);
     let reasons: Vec<String> = cls
@@ -314,6 +317,14 @@ pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVe
         },
         D::NeedsApproval { route } => GateVerdict::NeedsApproval {
             route,
+            tier,
+            reasons,
+            target: target_summary(&input),
+        },
+        // lead: route to the isolated visual reviewer (SPEC S11) once it is wired; until then
+        // fail closed to its fallback (the person).
+        D::VisualReview { fallback } => GateVerdict::NeedsApproval {
+            route: fallback,
             tier,
             reasons,
             target: target_summary(&input),

@@ -136,7 +136,7 @@ impl BoundarySet {
     pub(crate) fn parse_normalized(lexicon: &Lexicon, text: &str) -> Self {
         let mut set = Self::default();
         for (n, o, kind) in negated(lexicon, text) {
-            if set.forbids(kind).is_some() {
+            if set.boundaries.iter().any(|b| b.kind == kind) {
                 continue;
             }
             set.boundaries.push(Boundary {
@@ -153,9 +153,14 @@ impl BoundarySet {
         self.boundaries.is_empty()
     }
 
-    /// The boundary forbidding `kind`, if any.
+    /// The boundary forbidding `kind`, if any: one naming `kind` itself, else one whose kind
+    /// implies it ([`EffectKind::implies`]: "don't buy anything" forbids placing an order and
+    /// paying too).
     pub fn forbids(&self, kind: EffectKind) -> Option<&Boundary> {
-        self.boundaries.iter().find(|b| b.kind == kind)
+        self.boundaries
+            .iter()
+            .find(|b| b.kind == kind)
+            .or_else(|| self.boundaries.iter().find(|b| b.kind.implies().contains(&kind)))
     }
 
     /// The forbidden kinds.

@@ -166,9 +166,17 @@ impl Gate {
                 let scan = self.scan(t);
                 !scan.commits.is_empty() || !scan.objects.is_empty()
             });
-            let confirms = !dismiss && (affirmative || d.target_is_primary || names_effect);
+            // The primary button of a *confirm* dialog (one with a choice): a single-button
+            // alert ("OK") only acknowledges, unless its text names an effect.
+            let choice = d.buttons.len() >= 2;
+            let confirms = !dismiss
+                && (affirmative || d.target_is_primary || names_effect)
+                && (choice || names_effect || d.buttons.is_empty());
             if confirms && !text.is_empty() {
                 self.dialog(&text, task, layers, c);
+            } else if !dismiss && !text.is_empty() {
+                // An acknowledgment still confirms what the dialog says is irreversible.
+                self.dialog_effects_only(&text, task, c);
             }
         }
         if layers.shape && s.target_style.destructive && !dismiss && c.tier < RiskTier::Hard {
@@ -230,6 +238,32 @@ impl Gate {
                 entry: None,
             });
             c.visual_review = true;
+        }
+    }
+
+    /// A single-button alert: only an irreversible effect the dialog names with a commit
+    /// phrase ("订单已提交，将扣款 ¥99" is not, "确认支付 ¥99？" is) counts.
+    fn dialog_effects_only(&self, text: &str, task: &TaskAnalysis, c: &mut Classification) {
+        let scan = self.scan(text);
+        for (k, ev, id) in scan.commits {
+            if let Some(b) = task.forbidden.forbids(k) {
+                c.push(Reason {
+                    code: ReasonCode::NegatedTaskBoundary,
+                    tier: RiskTier::Hard,
+                    source: Source::ScreenDialog,
+                    evidence: crate::classify::evidence(&format!("{} ⇢ {}", b.phrase, ev)),
+                    kind: Some(k),
+                    entry: Some(b.entry.clone()),
+                });
+            }
+            c.push(crate::classify::reason(
+                ReasonCode::DialogConfirm,
+                RiskTier::Hard,
+                Source::ScreenDialog,
+                &ev,
+                Some(k),
+                id,
+            ));
         }
     }
 
