@@ -279,6 +279,11 @@ impl GateVerdict {
 pub struct GateContext {
     /// For `type_text`: whether the last touch focused a credential field (`None` = unknown).
     pub password_field: Option<bool>,
+    /// The gate's own reading of the planning frame around the target (SPEC S10), when a
+    /// screen reader is configured.
+    pub screen: Option<phoneagent_protocol::ScreenReading>,
+    /// The gate options of the run (`plain_wary`, SPEC S12).
+    pub options: phoneagent_safety::GateOptions,
 }
 
 fn safety_lang(l: Lang) -> phoneagent_safety::Lang {
@@ -317,13 +322,14 @@ pub fn gate(
     let _phase = crate::phase!("safety_gate");
     let mut input = phoneagent_safety::GateInput::from_action(action, Some(task));
     input.target_is_password_field = ctx.password_field;
+    input.screen = ctx.screen.clone();
     let cls = phoneagent_safety::classify(&input);
     let reasons: Vec<String> = cls
         .reasons
         .iter()
         .map(|r| r.code.as_str().to_string())
         .collect();
-    let d = phoneagent_safety::decide(mode, &input, &cls);
+    let d = phoneagent_safety::decide_with(mode, &input, &cls, ctx.options);
     let tier = d.tier;
     let l = safety_lang(lang);
     match d.decision {
@@ -341,6 +347,14 @@ pub fn gate(
         },
         D::NeedsApproval { route } => GateVerdict::NeedsApproval {
             route,
+            tier,
+            reasons,
+            target: target_summary(&input),
+        },
+        // lead: route to the isolated visual reviewer (SPEC S11) once it is wired; until then
+        // fail closed to its fallback (the person).
+        D::VisualReview { fallback } => GateVerdict::NeedsApproval {
+            route: fallback,
             tier,
             reasons,
             target: target_summary(&input),

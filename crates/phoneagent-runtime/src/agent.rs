@@ -1664,6 +1664,8 @@ impl Run {
             let ctx = adapters::GateContext {
                 password_field: matches!(action.kind, ActionKind::Type { .. })
                     .then_some(self.credential_field_focused),
+                screen: None,
+                options: self.cfg().gate_options,
             };
             let verdict =
                 adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang, &ctx);

@@ -165,12 +165,21 @@ impl Secrets {
                     false
                 }
             }
-            serde_json::Value::Array(a) => a
-                .iter_mut()
-                .fold(false, |acc, x| self.scrub_value(x) || acc),
-            serde_json::Value::Object(o) => o
-                .values_mut()
-                .fold(false, |acc, x| self.scrub_value(x) || acc),
+            // Every element is scrubbed: no short-circuit.
+            serde_json::Value::Array(a) => {
+                let mut changed = false;
+                for x in a.iter_mut() {
+                    changed |= self.scrub_value(x);
+                }
+                changed
+            }
+            serde_json::Value::Object(o) => {
+                let mut changed = false;
+                for x in o.values_mut() {
+                    changed |= self.scrub_value(x);
+                }
+                changed
+            }
             _ => false,
         }
     }
