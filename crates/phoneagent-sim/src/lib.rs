@@ -22,12 +22,15 @@
 mod adb;
 mod adbd;
 mod apps;
+mod apps_more;
 pub mod client;
 mod config;
 mod error;
 mod phone;
 mod render;
 mod screens;
+mod screens_more;
+mod screens_more2;
 mod server;
 mod shell;
 mod truth;
@@ -41,6 +44,6 @@ pub use phone::{ADB_IME, LATIN_IME};
 pub use render::font_path;
 pub use server::{SimPhoneHandle, SimServer};
 pub use truth::{
-    DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine, SearchTruth,
-    Touch, TypedText,
+    ChatMessage, DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine,
+    SearchTruth, Subscription, Touch, TypedText, WalletTransfer,
 };

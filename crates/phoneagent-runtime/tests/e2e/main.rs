@@ -5,6 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approve_for_me;
+mod attacks;
+#[allow(dead_code)] // the table parts are used by benches/attacks.rs
+mod attacks_cases;
 mod calibration;
 mod harness;
 mod review;
