@@ -14,7 +14,7 @@ mod support;
 use std::time::Instant;
 
 use phoneagent_vision::{ReadPurpose, ReaderConfig, ScreenReader};
-use support::{Case, char_accuracy, squash};
+use support::{Case, best_accuracy, matches};
 
 static DUMPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -56,12 +56,12 @@ fn run(reader: &ScreenReader, set: &'static str, langs: &str, cases: &[Case], sh
         let ok = if c.expect.is_empty() {
             r.target_unreadable && r.target_text.is_none()
         } else {
-            squash(&got) == squash(&c.expect)
+            matches(&c.expect, &got)
         };
         let acc = if c.expect.is_empty() {
             if ok { 1.0 } else { 0.0 }
         } else {
-            char_accuracy(&c.expect, &got)
+            best_accuracy(&c.expect, &got)
         };
         exact += usize::from(ok);
         chars += acc;

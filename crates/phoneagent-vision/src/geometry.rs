@@ -12,8 +12,9 @@ use phoneagent_protocol::PxRect;
 /// An RGB colour.
 pub type Rgb = [u8; 3];
 
-/// Two colours closer than this (max channel difference) are "the same background".
-pub const BG_TOL: u8 = 14;
+/// Two colours closer than this (max channel difference) are "the same background": tight
+/// enough to tell a white card (255) from the usual light-grey page (245).
+pub const BG_TOL: u8 = 6;
 /// A pixel further than this from its background is ink (text, icon strokes, controls).
 pub const INK_TOL: u8 = 40;
 
@@ -64,10 +65,10 @@ pub fn is_saturated(c: Rgb) -> bool {
     s >= 0.45 && v >= 0.35
 }
 
-/// A red, destructive colour (hue within 20° of red, saturated).
+/// A red, destructive colour (hue within 12° of red, saturated; orange is not red).
 pub fn is_red(c: Rgb) -> bool {
     let (h, s, v) = hsv(c);
-    s >= 0.45 && v >= 0.35 && !(20.0..=340.0).contains(&h)
+    s >= 0.45 && v >= 0.35 && !(12.0..=345.0).contains(&h)
 }
 
 /// The sampling step for a frame: 1 px up to 600 px short side, 2 px at 1080, 3 px at 1440+.
@@ -174,28 +175,72 @@ pub struct Region {
 }
 
 /// The background colour around `p` (dominant colour of a window of half-size `radius` px)
-/// and the grid point nearest to `p` that has it.
-pub fn background_at(img: &RgbaImage, p: (u32, u32), radius: u32, step: u32) -> (Rgb, (u32, u32)) {
+/// and the grid points of that colour in the window, nearest to `p` first (seed candidates
+/// for [`flood_region`]; grid-aligned to `step`).
+pub fn background_at(
+    img: &RgbaImage,
+    p: (u32, u32),
+    radius: u32,
+    step: u32,
+) -> (Rgb, Vec<(u32, u32)>) {
+    let step = step.max(1);
     let win = rect_around(img, p, radius, radius);
     let bg = dominant_color(img, win, step);
-    let mut best = p;
-    let mut best_d = u64::MAX;
-    let mut y = win.top;
+    let mut seeds = Vec::new();
+    let mut y = win.top.div_ceil(step) * step;
     while y < win.bottom {
-        let mut x = win.left;
+        let mut x = win.left.div_ceil(step) * step;
         while x < win.right {
             if color_dist(rgb(img, x, y), bg) <= BG_TOL {
-                let d = u64::from(x.abs_diff(p.0)).pow(2) + u64::from(y.abs_diff(p.1)).pow(2);
-                if d < best_d {
-                    best_d = d;
-                    best = (x, y);
-                }
+                seeds.push((x, y));
             }
             x += step;
         }
         y += step;
     }
-    (bg, best)
+    seeds.sort_by_key(|(x, y)| u64::from(x.abs_diff(p.0)).pow(2) + u64::from(y.abs_diff(p.1)).pow(2));
+    (bg, seeds)
+}
+
+/// The region of colour `bg` the point sits on: flood fill from the nearest seed, skipping
+/// seeds that only fill a glyph's counter (the hole of "e", "口"): a region under
+/// `min_cells` grid cells is retried from the next seed outside it (at most 6 tries); the
+/// largest region found is returned.
+pub fn region_at(
+    img: &RgbaImage,
+    seeds: &[(u32, u32)],
+    bg: Rgb,
+    step: u32,
+    min_cells: u32,
+) -> Option<Region> {
+    let full = PxRect {
+        left: 0,
+        top: 0,
+        right: img.width(),
+        bottom: img.height(),
+    };
+    let mut best: Option<Region> = None;
+    let mut tried: Vec<PxRect> = Vec::new();
+    for &s in seeds {
+        if tried.len() >= 6 {
+            break;
+        }
+        if tried.iter().any(|r| r.contains(s.0, s.1)) {
+            continue;
+        }
+        let reg = flood_region(img, s, bg, step, full);
+        if reg.cells == 0 {
+            continue;
+        }
+        tried.push(reg.bounds);
+        if best.is_none_or(|b| reg.cells > b.cells) {
+            best = Some(reg);
+        }
+        if reg.cells >= min_cells {
+            break;
+        }
+    }
+    best
 }
 
 /// Flood fill from `seed` over grid cells whose colour is within [`BG_TOL`] of `color`,
@@ -307,9 +352,18 @@ impl Item {
     }
 
     /// A solid shape (a filled button, a thumbnail, a switch track) rather than glyph strokes:
-    /// dense and at least 24 px on both sides.
+    /// at least 24 px on both sides and denser than glyphs get (> 0.85), or > 0.6 dense and
+    /// taller and wider than body text (≥ 64 px).
     pub fn is_solid(&self) -> bool {
-        self.density() > 0.6 && self.bounds.width() >= 24 && self.bounds.height() >= 24
+        let (w, h) = (self.bounds.width(), self.bounds.height());
+        let d = self.density();
+        (d > 0.85 && w >= 24 && h >= 24) || (d > 0.6 && w >= 64 && h >= 64)
+    }
+
+    /// A text caret or a thin accent bar: ≤ 6 px wide, ≥ 6× as tall, in a saturated colour.
+    pub fn is_caret(&self) -> bool {
+        let (w, h) = (self.bounds.width(), self.bounds.height());
+        w <= 6 && h >= 6 * w.max(1) && is_saturated(self.ink_color)
     }
 
     fn merge(&mut self, o: &Item, step: u32) {
@@ -348,6 +402,9 @@ pub fn find_items(img: &RgbaImage, r: PxRect, bg: Rgb, step: u32, drop_border: b
                 ink[gy * gw + gx] = d;
             }
         }
+    }
+    if !is_saturated(bg) {
+        clear_carets(img, r, step, gw, gh, &mut ink);
     }
     let mut seen = vec![false; gw * gh];
     let mut comps = Vec::new();
@@ -404,9 +461,73 @@ pub fn find_items(img: &RgbaImage, r: PxRect, bg: Rgb, step: u32, drop_border: b
             ink_dist: best.0,
         });
     }
+    comps.retain(|c| !c.is_caret());
     let mut items = merge_lines(comps, step);
+    // Specks inside a solid shape (anti-aliased edges of its label) belong to it.
+    let solids: Vec<PxRect> = items.iter().filter(|i| i.is_solid()).map(|i| i.bounds).collect();
+    items.retain(|i| {
+        i.is_solid()
+            || !solids.iter().any(|s| {
+                s.left <= i.bounds.left
+                    && s.top <= i.bounds.top
+                    && s.right >= i.bounds.right
+                    && s.bottom >= i.bounds.bottom
+            })
+    });
     items.sort_by_key(|i| (i.bounds.top, i.bounds.left));
     items
+}
+
+/// Clear text carets (and thin accent bars) from the ink mask: runs of saturated ink at most
+/// 6 px wide and at least 24 px tall. A caret drawn against a hint's first glyph would
+/// otherwise join it and spoil the reading.
+fn clear_carets(img: &RgbaImage, r: PxRect, step: u32, gw: usize, gh: usize, ink: &mut [u8]) {
+    let sat: Vec<bool> = (0..gw * gh)
+        .map(|i| {
+            ink[i] != 0
+                && is_saturated(rgb(
+                    img,
+                    r.left + (i % gw) as u32 * step,
+                    r.top + (i / gw) as u32 * step,
+                ))
+        })
+        .collect();
+    if !sat.iter().any(|s| *s) {
+        return;
+    }
+    let max_w = (6 / step).max(1) as usize;
+    let min_h = (24 / step).max(3) as usize;
+    for gx in 0..gw {
+        let mut gy = 0;
+        while gy < gh {
+            if !sat[gy * gw + gx] {
+                gy += 1;
+                continue;
+            }
+            let start = gy;
+            while gy < gh && sat[gy * gw + gx] {
+                gy += 1;
+            }
+            if gy - start < min_h {
+                continue;
+            }
+            for y in start..gy {
+                // Horizontal extent of saturated ink through this cell.
+                let row = y * gw;
+                let mut l = gx;
+                while l > 0 && sat[row + l - 1] {
+                    l -= 1;
+                }
+                let mut rr = gx;
+                while rr + 1 < gw && sat[row + rr + 1] {
+                    rr += 1;
+                }
+                if rr - l < max_w {
+                    ink[row + gx] = 0;
+                }
+            }
+        }
+    }
 }
 
 /// Merge glyph components into text lines: two items merge when they sit on one line
@@ -589,15 +710,27 @@ mod tests {
         glyphs(&mut img, 200, 925, 4, 30, [255, 255, 255]);
         let step = grid_step(&img);
         // The point is on a glyph: the background search finds the button colour anyway.
-        let (bg, seed) = background_at(&img, (210, 930), 24, step);
+        let (bg, seeds) = background_at(&img, (210, 930), 24, step);
         assert_eq!(bg, [255, 80, 0]);
-        let reg = flood_region(&img, seed, bg, step, rect(0, 0, 540, 1200));
+        let reg = region_at(&img, &seeds, bg, step, 64).unwrap();
         assert_eq!(reg.bounds, button);
         let items = find_items(&img, reg.bounds, bg, step, true);
         assert_eq!(items.len(), 1, "{items:?}");
         assert!(items[0].bounds.contains(210, 930));
         assert_eq!(items[0].ink_color, [255, 255, 255]);
         assert!(is_saturated(bg) && !is_red(bg));
+    }
+
+    #[test]
+    fn a_seed_in_a_glyph_counter_is_skipped_for_the_region_around_the_glyph() {
+        let mut img = canvas(540, 400, [255, 255, 255]);
+        // A ring glyph ("o") whose white counter is nearest to the point.
+        fill(&mut img, rect(200, 200, 240, 240), [20, 20, 20]);
+        fill(&mut img, rect(217, 217, 223, 223), [255, 255, 255]);
+        let (bg, seeds) = background_at(&img, (220, 220), 30, 1);
+        assert_eq!(seeds[0], (220, 220), "the counter is the nearest seed");
+        let reg = region_at(&img, &seeds, bg, 1, 64).unwrap();
+        assert_eq!(reg.bounds, rect(0, 0, 540, 400));
     }
 
     #[test]

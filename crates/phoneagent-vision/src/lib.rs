@@ -3,7 +3,7 @@
 //! The safety gate's own eyes (SPEC S10, S11, P6): for a gated action it reads the pixels the
 //! action touches in the planning frame — the element under the tap point, the dialog it sits
 //! in, the page title, the sibling buttons of its row, the label of the focused field — with a
-//! real OCR engine (Tesseract 5, LSTM, `chi_sim` + `chi_tra` + `eng` by default), and returns a
+//! real OCR engine (Tesseract 5, LSTM, `chi_sim+eng`, unsure lines again with `chi_tra`), and returns a
 //! [`phoneagent_protocol::ScreenReading`]. The gate treats every text in it as one more
 //! classification source that can only raise a tier; nothing here is shown to the planning
 //! model.
@@ -41,8 +41,16 @@ use serde::Serialize;
 
 pub use mark::{crop_around, mark_point};
 
-/// The languages read by default: Simplified Chinese, Traditional Chinese, English.
-pub const DEFAULT_LANGUAGES: &[&str] = &["chi_sim", "chi_tra", "eng"];
+/// The languages every line is read with by default: Simplified Chinese and English.
+pub const DEFAULT_LANGUAGES: &[&str] = &["chi_sim", "eng"];
+/// The languages a line is read again with when the first reading is unsure (confidence below
+/// [`FALLBACK_BELOW_CONF`]): Traditional Chinese. Reading every line with all three at once
+/// is slower and turns Simplified labels into Traditional look-alikes.
+pub const DEFAULT_FALLBACK_LANGUAGES: &[&str] = &["chi_tra"];
+/// Mean word confidence (0..=100) under which a line is read again with the fallback languages.
+pub const FALLBACK_BELOW_CONF: i32 = 80;
+/// Readings under this mean confidence (0..=100) are dropped as noise (an icon read as a letter).
+pub const MIN_CONF: i32 = 30;
 
 /// The fix for a machine without the OCR engine or its language data, per platform.
 pub const INSTALL_FIX: &str = "install Tesseract 5 with Chinese and English language data: \
@@ -86,8 +94,12 @@ pub enum ReadPurpose {
 /// Settings of a [`ScreenReader`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReaderConfig {
-    /// Tesseract language codes, tried together (default [`DEFAULT_LANGUAGES`]).
+    /// Tesseract language codes every line is read with, together (default
+    /// [`DEFAULT_LANGUAGES`]).
     pub languages: Vec<String>,
+    /// Language codes an unsure line is read again with; the more confident reading wins
+    /// (default [`DEFAULT_FALLBACK_LANGUAGES`]; empty: none).
+    pub fallback_languages: Vec<String>,
     /// Where `<lang>.traineddata` live; `None` searches `$TESSDATA_PREFIX` and the usual
     /// install dirs (see [`ocr::tessdata_candidates`]).
     pub tessdata_dir: Option<PathBuf>,
@@ -102,6 +114,10 @@ impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
             languages: DEFAULT_LANGUAGES.iter().map(|s| (*s).to_owned()).collect(),
+            fallback_languages: DEFAULT_FALLBACK_LANGUAGES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
             tessdata_dir: None,
             max_screen_lines: 6,
             max_row: 4,
@@ -145,19 +161,19 @@ fn status_for(cfg: &ReaderConfig) -> VisionStatus {
     if !cfg!(feature = "tesseract") {
         return fail(VisionError::NotBuilt, Vec::new());
     }
-    match ocr::find_tessdata(cfg.tessdata_dir.as_deref(), &cfg.languages) {
+    let all = all_languages(cfg);
+    match ocr::find_tessdata(cfg.tessdata_dir.as_deref(), &all) {
         Ok(dir) => VisionStatus {
             available: true,
             engine,
-            languages: cfg.languages.clone(),
+            languages: all,
             tessdata: Some(dir.display().to_string()),
             problem: None,
             fix: None,
         },
         Err(e) => {
             let found = match &e {
-                VisionError::LanguageDataMissing { missing, .. } => cfg
-                    .languages
+                VisionError::LanguageDataMissing { missing, .. } => all
                     .iter()
                     .filter(|l| !missing.contains(l))
                     .cloned()
@@ -167,6 +183,16 @@ fn status_for(cfg: &ReaderConfig) -> VisionStatus {
             fail(e, found)
         }
     }
+}
+
+fn all_languages(cfg: &ReaderConfig) -> Vec<String> {
+    let mut v = cfg.languages.clone();
+    for l in &cfg.fallback_languages {
+        if !v.contains(l) {
+            v.push(l.clone());
+        }
+    }
+    v
 }
 
 fn engine_version() -> String {
@@ -185,6 +211,8 @@ fn engine_version() -> String {
 pub struct ScreenReader {
     #[cfg(feature = "tesseract")]
     engine: ocr::Engine,
+    #[cfg(feature = "tesseract")]
+    fallback: Option<ocr::Engine>,
     status: VisionStatus,
     cfg: ReaderConfig,
     label: String,
@@ -207,8 +235,7 @@ impl ScreenReader {
     /// an empty or malformed language list.
     pub fn new(cfg: ReaderConfig) -> Result<ScreenReader, VisionError> {
         if cfg.languages.is_empty()
-            || cfg
-                .languages
+            || all_languages(&cfg)
                 .iter()
                 .any(|l| l.is_empty() || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         {
@@ -223,16 +250,30 @@ impl ScreenReader {
         }
         #[cfg(feature = "tesseract")]
         {
-            let dir = ocr::find_tessdata(cfg.tessdata_dir.as_deref(), &cfg.languages)?;
+            let dir = ocr::find_tessdata(cfg.tessdata_dir.as_deref(), &all_languages(&cfg))?;
             let langs = cfg.languages.join("+");
             let engine = ocr::Engine::new(&dir, &langs)?;
+            let fallback = if cfg.fallback_languages.is_empty() {
+                None
+            } else {
+                Some(ocr::Engine::new(&dir, &cfg.fallback_languages.join("+"))?)
+            };
             let status = status_for(&ReaderConfig {
                 tessdata_dir: Some(dir),
                 ..cfg.clone()
             });
-            let label = format!("{} ({langs})", ocr::version());
+            let label = if cfg.fallback_languages.is_empty() {
+                format!("{} ({langs})", ocr::version())
+            } else {
+                format!(
+                    "{} ({langs}, unsure lines again with {})",
+                    ocr::version(),
+                    cfg.fallback_languages.join("+")
+                )
+            };
             Ok(ScreenReader {
                 engine,
+                fallback,
                 status,
                 cfg,
                 label,
@@ -245,7 +286,8 @@ impl ScreenReader {
         &self.status
     }
 
-    /// The engine label stored in every reading (`tesseract 5.3.0 (chi_sim+chi_tra+eng)`).
+    /// The engine label stored in every reading
+    /// (`tesseract 5.3.0 (chi_sim+eng, unsure lines again with chi_tra)`).
     pub fn engine(&self) -> &str {
         &self.label
     }
@@ -276,9 +318,24 @@ impl ScreenReader {
         #[cfg(feature = "tesseract")]
         {
             let g = ocr::prepare_crop(img, r, bg);
-            let (text, conf) = self.engine.read_line(&g)?;
-            let text = ocr::tidy(&text);
-            (conf >= 30 && ocr::looks_like_text(&text)).then_some(text)
+            if let Ok(d) = std::env::var("ZZ_DEBUG_DIR") {
+                static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _ = g.save(format!("{d}/{n}_{}_{}_{}x{}.png", r.left, r.top, r.width(), r.height()));
+            }
+            let mut best = self
+                .engine
+                .read_line(&g)
+                .map(|(t, c)| (ocr::tidy(&t), c));
+            if let Some(fb) = &self.fallback
+                && best.as_ref().is_none_or(|(_, c)| *c < FALLBACK_BELOW_CONF)
+                && let Some((t, c)) = fb.read_line(&g)
+                && best.as_ref().is_none_or(|(_, bc)| c > *bc)
+            {
+                best = Some((ocr::tidy(&t), c));
+            }
+            let (text, conf) = best?;
+            (conf >= MIN_CONF && ocr::looks_like_text(&text)).then_some(text)
         }
         #[cfg(not(feature = "tesseract"))]
         {

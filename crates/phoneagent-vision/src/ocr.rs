@@ -7,7 +7,7 @@ use image::{GrayImage, Luma, RgbaImage, imageops};
 use phoneagent_protocol::PxRect;
 
 use crate::VisionError;
-use crate::geometry::{Rgb, clamp_rect, color_dist, rgb};
+use crate::geometry::{INK_TOL, Rgb, clamp_rect, color_dist, is_saturated, rgb};
 
 /// Glyph height (px) crops are scaled to before recognition: Tesseract's LSTM models read
 /// best at roughly 25–40 px glyphs; smaller is faster.
@@ -20,14 +20,32 @@ pub fn prepare_crop(img: &RgbaImage, r: PxRect, bg: Rgb) -> GrayImage {
     let r = clamp_rect(img, r);
     let (w, h) = (r.width().max(1), r.height().max(1));
     let mut dmax = 60u8;
+    let (mut ink, mut sat_ink) = (0u32, 0u32);
+    let mut sat = vec![false; (w * h) as usize];
     for y in r.top..r.top + h {
         for x in r.left..r.left + w {
-            dmax = dmax.max(color_dist(rgb(img, x, y), bg));
+            let c = rgb(img, x, y);
+            let d = color_dist(c, bg);
+            dmax = dmax.max(d);
+            if d > INK_TOL {
+                ink += 1;
+                if is_saturated(c) {
+                    sat_ink += 1;
+                    sat[((y - r.top) * w + (x - r.left)) as usize] = true;
+                }
+            }
         }
     }
+    // Grey or black text on a plain background: a thin tall bar in an accent colour is the
+    // text caret, never part of the text; it is painted out.
+    let caret_free = !is_saturated(bg) && sat_ink * 10 < ink * 3;
     let mut g = GrayImage::new(w, h);
     for y in 0..h {
         for x in 0..w {
+            if caret_free && sat[(y * w + x) as usize] && in_thin_bar(&sat, w, h, x, y) {
+                g.put_pixel(x, y, Luma([255]));
+                continue;
+            }
             let d = u32::from(color_dist(rgb(img, r.left + x, r.top + y), bg));
             let v = 255 - (d * 255 / u32::from(dmax)).min(255);
             g.put_pixel(x, y, Luma([v as u8]));
@@ -47,6 +65,29 @@ pub fn prepare_crop(img: &RgbaImage, r: PxRect, bg: Rgb) -> GrayImage {
     let mut out = GrayImage::from_pixel(g.width() + 2 * pad, g.height() + 2 * pad, Luma([255]));
     imageops::overlay(&mut out, &g, i64::from(pad), i64::from(pad));
     out
+}
+
+/// True when (x, y) lies in a vertical run of `mask` ≥ 24 px tall whose row extent is ≤ 6 px.
+fn in_thin_bar(mask: &[bool], w: u32, h: u32, x: u32, y: u32) -> bool {
+    let at = |x: u32, y: u32| mask[(y * w + x) as usize];
+    let (mut t, mut b) = (y, y);
+    while t > 0 && at(x, t - 1) {
+        t -= 1;
+    }
+    while b + 1 < h && at(x, b + 1) {
+        b += 1;
+    }
+    if b - t + 1 < 24 {
+        return false;
+    }
+    let (mut l, mut rr) = (x, x);
+    while l > 0 && at(l - 1, y) {
+        l -= 1;
+    }
+    while rr + 1 < w && at(rr + 1, y) {
+        rr += 1;
+    }
+    rr - l < 6
 }
 
 /// Tidy OCR output: trim, collapse whitespace, and drop the spaces Tesseract puts between

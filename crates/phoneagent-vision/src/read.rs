@@ -7,7 +7,7 @@ use phoneagent_protocol::{DialogReading, PxRect, ScreenReading, TargetStyle};
 
 use crate::ReadPurpose;
 use crate::geometry::{
-    Item, Rgb, background_at, clamp_rect, dist_to_rect, dominant_color, find_items, flood_region,
+    Item, Region, Rgb, background_at, region_at, clamp_rect, dist_to_rect, dominant_color, find_items, flood_region,
     grid_step, is_card_over_dim, is_red, is_saturated, overlap_area, parent_background,
     rect_around, union,
 };
@@ -42,14 +42,14 @@ pub(crate) fn locate(img: &RgbaImage, p: (u32, u32)) -> Target {
     let (w, h) = (img.width(), img.height());
     let step = grid_step(img);
     let short = w.min(h);
-    let (bg, seed) = background_at(img, p, (short / 40).max(8), step);
-    let full = PxRect {
-        left: 0,
-        top: 0,
-        right: w,
-        bottom: h,
-    };
-    let reg = flood_region(img, seed, bg, step, full);
+    let (bg, seeds) = background_at(img, p, (short / 40).max(8), step);
+    // Smaller than ~ (short/36)² px is a glyph's counter, not a control.
+    let min_cells = ((short / 36) / step).max(2).pow(2);
+    let reg = region_at(img, &seeds, bg, step, min_cells).unwrap_or(Region {
+        bounds: rect_around(img, p, 1, 1),
+        color: bg,
+        cells: 0,
+    });
     let r = reg.bounds;
     // A control is a box well short of the screen: not more than a third of its height and
     // not the page background that runs around everything.
@@ -100,7 +100,7 @@ pub(crate) fn read_screen(
     let t = locate(img, p);
 
     // --- target ---------------------------------------------------------------------------
-    let mut read_items = |items: &[Item], bg: Rgb, ocr: &mut LineReader<'_>| -> Option<String> {
+    let read_items = |items: &[Item], bg: Rgb, ocr: &mut LineReader<'_>| -> Option<String> {
         let texts: Vec<String> = items
             .iter()
             .filter_map(|i| read_item(img, i, bg, step, ocr))
@@ -125,7 +125,11 @@ pub(crate) fn read_screen(
         t.item.map(|i| pad(img, i.bounds, 8))
     };
     out.target_text = read_items(&group, t.region_color, ocr);
-    out.target_unreadable = out.target_text.is_none() && t.item.is_some();
+    // Something is drawn there but reads as no text: an icon. Also a small shape of its own
+    // colour under the point with nothing on it (a filled glyph-less icon).
+    let small = t.region.width() < w.min(h) / 5 && t.region.height() < w.min(h) / 5;
+    out.target_unreadable = out.target_text.is_none()
+        && (t.item.is_some() || (t.bounded && t.items.is_empty() && small));
 
     // --- style ------------------------------------------------------------------------------
     let ink = t.item.map(|i| i.ink_color);
@@ -141,9 +145,8 @@ pub(crate) fn read_screen(
     }
 
     // --- page title -------------------------------------------------------------------------
-    let in_top_bar = out.target_bounds.is_some_and(|b| b.bottom <= h * 12 / 100);
-    if card.is_none_or(|(c, _)| c.top > h * 12 / 100) && !in_top_bar {
-        out.page_title = read_top_bar(img, step, ocr);
+    if card.is_none_or(|(c, _)| c.top > h * 12 / 100) {
+        out.page_title = read_top_bar(img, step, out.target_bounds, ocr);
     }
 
     // --- button row (siblings on the target's row) ---------------------------------------------
@@ -197,6 +200,9 @@ fn read_item(
     step: u32,
     ocr: &mut LineReader<'_>,
 ) -> Option<String> {
+    if i.bounds.height() < 8 {
+        return None;
+    }
     if i.is_solid() {
         let fill = dominant_color(img, i.bounds, step);
         let inner = find_items(img, i.bounds, fill, step, true);
@@ -213,10 +219,12 @@ fn read_item(
 /// The modal card the target sits in: the target's own region (a text-only button on the
 /// card makes the region the card) or the region around it.
 fn find_card(img: &RgbaImage, t: &Target, step: u32) -> Option<(PxRect, Rgb)> {
-    if t.bounded && is_card_over_dim(img, t.region, t.region_color) {
+    let (w, h) = (img.width(), img.height());
+    // A card is a panel, not a button: at least a third of the width and 1/12 of the height.
+    let big_enough = |r: PxRect| r.width() >= w / 3 && r.height() >= h / 12;
+    if t.bounded && big_enough(t.region) && is_card_over_dim(img, t.region, t.region_color) {
         return Some((t.region, t.region_color));
     }
-    let (w, h) = (img.width(), img.height());
     let full = PxRect {
         left: 0,
         top: 0,
@@ -230,8 +238,7 @@ fn find_card(img: &RgbaImage, t: &Target, step: u32) -> Option<(PxRect, Rgb)> {
         && r.top <= t.region.top
         && r.right >= t.region.right
         && r.bottom >= t.region.bottom;
-    let big_enough = r.width() >= w / 3 && r.height() >= h / 12;
-    (contains && big_enough && r.height() < h * 9 / 10 && is_card_over_dim(img, r, pc))
+    (contains && big_enough(r) && r.height() < h * 9 / 10 && is_card_over_dim(img, r, pc))
         .then_some((r, pc))
 }
 
@@ -310,7 +317,12 @@ fn read_dialog(
 
 /// The top bar under the status bar (3–12 % of the height): its tallest text line, nearest the
 /// centre on ties.
-fn read_top_bar(img: &RgbaImage, step: u32, ocr: &mut LineReader<'_>) -> Option<String> {
+fn read_top_bar(
+    img: &RgbaImage,
+    step: u32,
+    target: Option<PxRect>,
+    ocr: &mut LineReader<'_>,
+) -> Option<String> {
     let (w, h) = (img.width(), img.height());
     let band = PxRect {
         left: 0,
@@ -321,14 +333,20 @@ fn read_top_bar(img: &RgbaImage, step: u32, ocr: &mut LineReader<'_>) -> Option<
     let bg = dominant_color(img, band, step);
     let items = find_items(img, band, bg, step, false);
     let min_h = (w.min(h) / 40).max(8);
-    let best = items
+    let mut cands: Vec<&Item> = items
         .iter()
         .filter(|i| !i.is_solid() && i.bounds.height() >= min_h && i.bounds.width() >= min_h)
-        .max_by_key(|i| {
-            let cx = (i.bounds.left + i.bounds.right) / 2;
-            (i.bounds.height() / 4, u32::MAX - cx.abs_diff(w / 2))
-        })?;
-    read_item(img, best, bg, step, ocr)
+        .filter(|i| target.is_none_or(|t| overlap_area(t, i.bounds) == 0))
+        .collect();
+    cands.sort_by_key(|i| {
+        let cx = (i.bounds.left + i.bounds.right) / 2;
+        (u32::MAX - i.bounds.height() / 4, cx.abs_diff(w / 2))
+    });
+    // The tallest line nearest the centre; an icon there reads as nothing, then the next.
+    cands
+        .iter()
+        .take(2)
+        .find_map(|i| read_item(img, i, bg, step, ocr))
 }
 
 /// The other labels on the target's row (a bottom bar, a toolbar), left to right.

@@ -144,6 +144,16 @@ pub async fn sim_cases(phone: &Phone) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// True when `got` (whitespace removed) equals one of the `|`-separated alternatives of `want`.
+pub fn matches(want: &str, got: &str) -> bool {
+    want.split('|').any(|w| squash(w) == squash(got))
+}
+
+/// The best character accuracy over the `|`-separated alternatives of `want`.
+pub fn best_accuracy(want: &str, got: &str) -> f64 {
+    want.split('|').map(|w| char_accuracy(w, got)).fold(0.0, f64::max)
+}
+
 /// Whitespace removed, for comparing labels.
 pub fn squash(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
