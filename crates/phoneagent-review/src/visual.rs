@@ -123,7 +123,10 @@ impl VisualReviewer {
         frame: &RgbaImage,
         point: (u32, u32),
         cancel: &CancellationToken,
-    ) -> (Result<VisualVerdict, VisualReviewError>, Option<ChatResponse>) {
+    ) -> (
+        Result<VisualVerdict, VisualReviewError>,
+        Option<ChatResponse>,
+    ) {
         let Some(client) = &self.client else {
             return (Err(VisualReviewError::Unavailable), None);
         };
@@ -174,7 +177,11 @@ pub fn parse_verdict(content: &str) -> VisualVerdict {
             parsed: false,
         };
     };
-    let key = a.effect.trim().to_ascii_lowercase().replace([' ', '-'], "_");
+    let key = a
+        .effect
+        .trim()
+        .to_ascii_lowercase()
+        .replace([' ', '-'], "_");
     let effect = serde_json::from_value::<VisualEffect>(serde_json::Value::String(key))
         .unwrap_or(VisualEffect::Unknown);
     let irreversible = effect != VisualEffect::None || a.irreversible.unwrap_or(true);
@@ -203,9 +210,11 @@ mod tests {
         let v = parse_verdict(r#"{"effect":"payment","irreversible":false}"#);
         assert!(v.irreversible);
         // None + reversible is the only way to reversible.
-        let v = parse_verdict(r#"```json
+        let v = parse_verdict(
+            r#"```json
 {"effect":"none","irreversible":false,"label":"back arrow"}
-```"#);
+```"#,
+        );
         assert_eq!(v.effect, VisualEffect::None);
         assert!(!v.irreversible);
         // None without the flag stays irreversible.

@@ -69,7 +69,11 @@ async fn a_verdict_is_parsed_and_the_model_sees_only_the_prompt_and_two_images()
     assert_eq!(reqs.len(), 1);
     let mut body = reqs[0].body.clone();
     let messages = body["messages"].as_array_mut().unwrap();
-    assert_eq!(messages.len(), 2, "system + one user message, no conversation");
+    assert_eq!(
+        messages.len(),
+        2,
+        "system + one user message, no conversation"
+    );
     let mut images = 0;
     for m in messages.iter_mut() {
         if let Some(parts) = m["content"].as_array_mut() {
@@ -90,7 +94,10 @@ async fn a_verdict_is_parsed_and_the_model_sees_only_the_prompt_and_two_images()
 
 #[tokio::test]
 async fn a_garbage_answer_is_irreversible() {
-    let srv = server(vec![ScriptEntry::text("Looks like some kind of button to me!")]).await;
+    let srv = server(vec![ScriptEntry::text(
+        "Looks like some kind of button to me!",
+    )])
+    .await;
     let reviewer = VisualReviewer::new(Some(client(&srv.base_url())), ImagePolicy::default());
     let (v, _) = reviewer
         .review(&frame(), (485, 75), &CancellationToken::new())
@@ -119,5 +126,8 @@ async fn a_500_is_an_error_and_no_model_is_unavailable() {
     let (v, _) = none
         .review(&frame(), (485, 75), &CancellationToken::new())
         .await;
-    assert_eq!(v.unwrap_err().reason_code(), "reviewer_unavailable_failclosed");
+    assert_eq!(
+        v.unwrap_err().reason_code(),
+        "reviewer_unavailable_failclosed"
+    );
 }

@@ -146,7 +146,8 @@ pub fn dominant_color(img: &RgbaImage, r: PxRect, step: u32) -> Rgb {
         let mut x = r.left;
         while x < r.right {
             let c = rgb(img, x, y);
-            let key = (u16::from(c[0] >> 3) << 10) | (u16::from(c[1] >> 3) << 5) | u16::from(c[2] >> 3);
+            let key =
+                (u16::from(c[0] >> 3) << 10) | (u16::from(c[1] >> 3) << 5) | u16::from(c[2] >> 3);
             let e = bins.entry(key).or_insert((0, [0; 3]));
             e.0 += 1;
             for i in 0..3 {
@@ -198,7 +199,9 @@ pub fn background_at(
         }
         y += step;
     }
-    seeds.sort_by_key(|(x, y)| u64::from(x.abs_diff(p.0)).pow(2) + u64::from(y.abs_diff(p.1)).pow(2));
+    seeds.sort_by_key(|(x, y)| {
+        u64::from(x.abs_diff(p.0)).pow(2) + u64::from(y.abs_diff(p.1)).pow(2)
+    });
     (bg, seeds)
 }
 
@@ -273,7 +276,11 @@ pub fn flood_region(
     }
     let idx = |gx: usize, gy: usize| gy * gw + gx;
     let at = |gx: usize, gy: usize| {
-        rgb(img, (gx0 as usize + gx) as u32 * step, (gy0 as usize + gy) as u32 * step)
+        rgb(
+            img,
+            (gx0 as usize + gx) as u32 * step,
+            (gy0 as usize + gy) as u32 * step,
+        )
     };
     let sx = (seed.0 / step - gx0) as usize;
     let sy = (seed.1 / step - gy0) as usize;
@@ -464,7 +471,11 @@ pub fn find_items(img: &RgbaImage, r: PxRect, bg: Rgb, step: u32, drop_border: b
     comps.retain(|c| !c.is_caret());
     let mut items = merge_lines(comps, step);
     // Specks inside a solid shape (anti-aliased edges of its label) belong to it.
-    let solids: Vec<PxRect> = items.iter().filter(|i| i.is_solid()).map(|i| i.bounds).collect();
+    let solids: Vec<PxRect> = items
+        .iter()
+        .filter(|i| i.is_solid())
+        .map(|i| i.bounds)
+        .collect();
     items.retain(|i| {
         i.is_solid()
             || !solids.iter().any(|s| {
@@ -562,13 +573,19 @@ fn should_merge(a: &Item, b: &Item) -> bool {
     let (ha, hb) = (ra.height(), rb.height());
     let (hmin, hmax) = (ha.min(hb), ha.max(hb));
     let v_overlap = ra.bottom.min(rb.bottom).saturating_sub(ra.top.max(rb.top));
-    let h_gap = rb.left.saturating_sub(ra.right).max(ra.left.saturating_sub(rb.right));
+    let h_gap = rb
+        .left
+        .saturating_sub(ra.right)
+        .max(ra.left.saturating_sub(rb.right));
     if v_overlap * 2 >= hmin && h_gap * 10 <= hmax * 9 {
         return true;
     }
     let (wa, wb) = (ra.width(), rb.width());
     let h_overlap = ra.right.min(rb.right).saturating_sub(ra.left.max(rb.left));
-    let v_gap = rb.top.saturating_sub(ra.bottom).max(ra.top.saturating_sub(rb.bottom));
+    let v_gap = rb
+        .top
+        .saturating_sub(ra.bottom)
+        .max(ra.top.saturating_sub(rb.bottom));
     let joined = ra.bottom.max(rb.bottom) - ra.top.min(rb.top);
     h_overlap * 2 >= wa.min(wb) && v_gap * 4 <= hmax && joined * 2 <= hmax * 3
 }
@@ -655,7 +672,9 @@ pub fn parent_background(img: &RgbaImage, r: PxRect, step: u32) -> Option<(Rgb, 
             let inside = x >= r.left && x < r.right && y >= r.top && y < r.bottom;
             if !inside {
                 let c = rgb(img, x, y);
-                let key = (u16::from(c[0] >> 3) << 10) | (u16::from(c[1] >> 3) << 5) | u16::from(c[2] >> 3);
+                let key = (u16::from(c[0] >> 3) << 10)
+                    | (u16::from(c[1] >> 3) << 5)
+                    | u16::from(c[2] >> 3);
                 let e = bins.entry(key).or_insert((0, (x, y), c));
                 e.0 += 1;
             }
@@ -663,7 +682,9 @@ pub fn parent_background(img: &RgbaImage, r: PxRect, step: u32) -> Option<(Rgb, 
         }
         y += step;
     }
-    bins.values().max_by_key(|(n, _, _)| *n).map(|(_, p, c)| (*c, *p))
+    bins.values()
+        .max_by_key(|(n, _, _)| *n)
+        .map(|(_, p, c)| (*c, *p))
 }
 
 #[cfg(test)]
@@ -697,7 +718,11 @@ mod tests {
         for i in 0..n {
             let gx = x + i * (size + size / 5);
             fill(img, rect(gx, y, gx + size * 3 / 4, y + size / 3), c);
-            fill(img, rect(gx, y + size * 2 / 3, gx + size * 3 / 4, y + size), c);
+            fill(
+                img,
+                rect(gx, y + size * 2 / 3, gx + size * 3 / 4, y + size),
+                c,
+            );
             fill(img, rect(gx + size / 3, y, gx + size / 3 + 4, y + size), c);
         }
     }

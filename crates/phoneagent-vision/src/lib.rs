@@ -63,7 +63,9 @@ and set TESSDATA_PREFIX to its tessdata folder";
 #[derive(Debug, thiserror::Error)]
 pub enum VisionError {
     /// This build has no OCR engine (the `tesseract` feature of `phoneagent-vision` is off).
-    #[error("screen reading is off: this build has no OCR engine (build phoneagent-vision with its default `tesseract` feature); {INSTALL_FIX}")]
+    #[error(
+        "screen reading is off: this build has no OCR engine (build phoneagent-vision with its default `tesseract` feature); {INSTALL_FIX}"
+    )]
     NotBuilt,
     /// Language data (`<lang>.traineddata`) not found.
     #[error("OCR language data missing for {}: searched {searched}; {INSTALL_FIX}", missing.join(", "))]
@@ -104,9 +106,9 @@ pub struct ReaderConfig {
     /// install dirs (see [`ocr::tessdata_candidates`]).
     pub tessdata_dir: Option<PathBuf>,
     /// At most this many other screen lines are read, and only when the target has no text
-    /// (default 6).
+    /// (default 4).
     pub max_screen_lines: usize,
-    /// At most this many sibling labels of the target's row are read (default 4).
+    /// At most this many sibling labels of the target's row are read (default 3).
     pub max_row: usize,
 }
 
@@ -119,8 +121,8 @@ impl Default for ReaderConfig {
                 .map(|s| (*s).to_owned())
                 .collect(),
             tessdata_dir: None,
-            max_screen_lines: 6,
-            max_row: 4,
+            max_screen_lines: 4,
+            max_row: 3,
         }
     }
 }
@@ -318,15 +320,7 @@ impl ScreenReader {
         #[cfg(feature = "tesseract")]
         {
             let g = ocr::prepare_crop(img, r, bg);
-            if let Ok(d) = std::env::var("ZZ_DEBUG_DIR") {
-                static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-                let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let _ = g.save(format!("{d}/{n}_{}_{}_{}x{}.png", r.left, r.top, r.width(), r.height()));
-            }
-            let mut best = self
-                .engine
-                .read_line(&g)
-                .map(|(t, c)| (ocr::tidy(&t), c));
+            let mut best = self.engine.read_line(&g).map(|(t, c)| (ocr::tidy(&t), c));
             if let Some(fb) = &self.fallback
                 && best.as_ref().is_none_or(|(_, c)| *c < FALLBACK_BELOW_CONF)
                 && let Some((t, c)) = fb.read_line(&g)

@@ -17,10 +17,7 @@ pub fn mark_point(img: &RgbaImage, point: (u32, u32)) -> RgbaImage {
     if w == 0 || h == 0 {
         return out;
     }
-    let (cx, cy) = (
-        point.0.min(w - 1) as i64,
-        point.1.min(h - 1) as i64,
-    );
+    let (cx, cy) = (point.0.min(w - 1) as i64, point.1.min(h - 1) as i64);
     let r = (i64::from(w.min(h)) / 22).max(12);
     let t = (r / 6).max(2);
     let arm = r * 2;
@@ -67,9 +64,21 @@ mod tests {
         let img = RgbaImage::from_pixel(1080, 2400, Rgba([255, 255, 255, 255]));
         let m = mark_point(&img, (540, 1200));
         let r = 1080 / 22;
-        assert_eq!(*m.get_pixel(540 + r as u32, 1200), MARK, "ring right of the point");
-        assert_eq!(*m.get_pixel(540, 1200 - r as u32), MARK, "ring above the point");
-        assert_eq!(*m.get_pixel(540, 1200), Rgba([255, 255, 255, 255]), "centre untouched");
+        assert_eq!(
+            *m.get_pixel(540 + r as u32, 1200),
+            MARK,
+            "ring right of the point"
+        );
+        assert_eq!(
+            *m.get_pixel(540, 1200 - r as u32),
+            MARK,
+            "ring above the point"
+        );
+        assert_eq!(
+            *m.get_pixel(540, 1200),
+            Rgba([255, 255, 255, 255]),
+            "centre untouched"
+        );
         assert_eq!(*m.get_pixel(10, 10), Rgba([255, 255, 255, 255]));
         // Near a corner: no panic, still drawn.
         let m = mark_point(&img, (5000, 5000));

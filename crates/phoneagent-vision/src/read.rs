@@ -7,9 +7,9 @@ use phoneagent_protocol::{DialogReading, PxRect, ScreenReading, TargetStyle};
 
 use crate::ReadPurpose;
 use crate::geometry::{
-    Item, Region, Rgb, background_at, region_at, clamp_rect, dist_to_rect, dominant_color, find_items, flood_region,
-    grid_step, is_card_over_dim, is_red, is_saturated, overlap_area, parent_background,
-    rect_around, union,
+    Item, Region, Rgb, background_at, clamp_rect, dist_to_rect, dominant_color, find_items,
+    flood_region, grid_step, is_card_over_dim, is_red, is_saturated, overlap_area,
+    parent_background, rect_around, region_at, union,
 };
 
 /// Reads the text in box `r` drawn on background `bg` (px of the frame); `None` when nothing
@@ -64,15 +64,24 @@ pub(crate) fn locate(img: &RgbaImage, p: (u32, u32)) -> Target {
     };
     let items = find_items(img, window, bg, step, bounded);
     let slack = (short / 30).max(6);
+    // Under the point, else near it; on the open page also the nearest text on the point's
+    // own row (a list row tapped in its empty middle).
     let item = items
         .iter()
-        .filter(|i| dist_to_rect(i.bounds, p) <= if bounded { u32::MAX } else { slack })
+        .filter(|i| {
+            bounded
+                || dist_to_rect(i.bounds, p) <= slack
+                || (i.bounds.top <= p.1 + slack / 2 && i.bounds.bottom + slack / 2 > p.1)
+        })
         .min_by_key(|i| dist_to_rect(i.bounds, p))
         .copied();
     let (region, items) = if bounded {
         (r, items)
     } else {
-        (item.map_or(window, |i| i.bounds), item.into_iter().collect())
+        (
+            item.map_or(window, |i| i.bounds),
+            item.into_iter().collect(),
+        )
     };
     Target {
         region,
@@ -141,11 +150,20 @@ pub(crate) fn read_screen(
     // --- dialog -----------------------------------------------------------------------------
     let card = find_card(img, &t, step);
     if let Some((card, card_color)) = card {
-        out.dialog = Some(read_dialog(img, card, card_color, &t, out.target_bounds, step, ocr));
+        out.dialog = Some(read_dialog(
+            img,
+            card,
+            card_color,
+            &t,
+            out.target_bounds,
+            step,
+            ocr,
+        ));
     }
 
     // --- page title -------------------------------------------------------------------------
-    if card.is_none_or(|(c, _)| c.top > h * 12 / 100) {
+    // A dialog is the context; the page behind it is not read (one OCR call saved).
+    if card.is_none() {
         out.page_title = read_top_bar(img, step, out.target_bounds, ocr);
     }
 
@@ -175,8 +193,14 @@ pub(crate) fn read_screen(
 
 /// The gap between two boxes, px (0 when they overlap).
 fn box_gap(a: PxRect, b: PxRect) -> u32 {
-    let dx = b.left.saturating_sub(a.right).max(a.left.saturating_sub(b.right));
-    let dy = b.top.saturating_sub(a.bottom).max(a.top.saturating_sub(b.bottom));
+    let dx = b
+        .left
+        .saturating_sub(a.right)
+        .max(a.left.saturating_sub(b.right));
+    let dy = b
+        .top
+        .saturating_sub(a.bottom)
+        .max(a.top.saturating_sub(b.bottom));
     dx.max(dy)
 }
 
@@ -292,8 +316,12 @@ fn read_dialog(
             .position(|i| overlap_area(tb, i.bounds) > 0)
             .filter(|p| *p < buttons.len());
     }
-    let mut lines = rest.iter().filter(|i| !i.is_solid() && i.bounds.bottom <= anchor.map_or(u32::MAX, |a| a.bottom));
-    let title = lines.next().and_then(|i| read_item(img, i, card_color, step, ocr));
+    let mut lines = rest
+        .iter()
+        .filter(|i| !i.is_solid() && i.bounds.bottom <= anchor.map_or(u32::MAX, |a| a.bottom));
+    let title = lines
+        .next()
+        .and_then(|i| read_item(img, i, card_color, step, ocr));
     let body: Vec<String> = lines
         .take(4)
         .filter_map(|i| read_item(img, i, card_color, step, ocr))

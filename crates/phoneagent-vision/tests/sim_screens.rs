@@ -38,8 +38,14 @@ async fn checkout_submit_order_is_read_with_its_bottom_bar() {
     assert!(r.target_style.filled, "orange filled button: {r:#?}");
     let b = f.element("checkout.submit").bounds;
     let tb = r.target_bounds.expect("bounds");
-    assert!(tb.left.abs_diff(b[0] as u32) <= 8 && tb.right.abs_diff(b[2] as u32) <= 8, "{tb:?} vs {b:?}");
-    assert!(r.button_row.iter().any(|s| squash(s).contains("实付款")), "{r:#?}");
+    assert!(
+        tb.left.abs_diff(b[0] as u32) <= 8 && tb.right.abs_diff(b[2] as u32) <= 8,
+        "{tb:?} vs {b:?}"
+    );
+    assert!(
+        r.button_row.iter().any(|s| squash(s).contains("实付款")),
+        "{r:#?}"
+    );
     assert!(has(&r.page_title, "确认订单"), "{r:#?}");
     assert!(r.dialog.is_none(), "{r:#?}");
     assert!(r.engine.starts_with("tesseract 5"), "{}", r.engine);
@@ -51,7 +57,10 @@ async fn confirm_pay_is_read_inside_the_payment_sheet() {
     let f = phone.frame_after("payment", &[]).await.unwrap();
     let r = reader().read(&f.image, f.center("pay.confirm"), ReadPurpose::Tap);
     assert!(has(&r.target_text, "确认支付"), "{r:#?}");
-    let d = r.dialog.as_ref().expect("the sheet over the dimmed checkout is a dialog");
+    let d = r
+        .dialog
+        .as_ref()
+        .expect("the sheet over the dimmed checkout is a dialog");
     assert!(has(&d.title, "确认付款"), "{d:#?}");
     assert!(d.target_is_primary, "{d:#?}");
 }
@@ -60,7 +69,11 @@ async fn confirm_pay_is_read_inside_the_payment_sheet() {
 async fn delete_account_then_the_confirm_dialog() {
     let phone = Phone::start().await.unwrap();
     let f = phone.frame_after("settings", &[]).await.unwrap();
-    let r = reader().read(&f.image, f.center("settings.delete_account"), ReadPurpose::Tap);
+    let r = reader().read(
+        &f.image,
+        f.center("settings.delete_account"),
+        ReadPurpose::Tap,
+    );
     assert!(has(&r.target_text, "删除账号"), "{r:#?}");
     assert!(r.target_style.destructive, "red label: {r:#?}");
     assert!(r.dialog.is_none());
@@ -71,12 +84,19 @@ async fn delete_account_then_the_confirm_dialog() {
         .unwrap();
     let r = reader().read(&f.image, f.center("delete.confirm"), ReadPurpose::Tap);
     assert!(has(&r.target_text, "确认删除"), "{r:#?}");
-    assert!(r.target_style.destructive && r.target_style.filled, "{r:#?}");
+    assert!(
+        r.target_style.destructive && r.target_style.filled,
+        "{r:#?}"
+    );
     let d = r.dialog.as_ref().expect("dialog");
     assert!(has(&d.title, "删除账号"), "{d:#?}");
     assert!(has(&d.body, "无法恢复"), "{d:#?}");
     let buttons: Vec<String> = d.buttons.iter().map(|b| squash(b)).collect();
-    assert_eq!(buttons, vec!["取消".to_owned(), "确认删除".to_owned()], "{d:#?}");
+    assert_eq!(
+        buttons,
+        vec!["取消".to_owned(), "确认删除".to_owned()],
+        "{d:#?}"
+    );
     assert!(d.target_is_primary, "{d:#?}");
     // The cancel button is not the primary one.
     let r = reader().read(&f.image, f.center("delete.cancel"), ReadPurpose::Tap);
@@ -122,7 +142,10 @@ fn real_app_like_renders() {
             has(&r.target_text, &c.expect)
         };
         if !ok {
-            failures.push(format!("{}: want {:?}, got {:?} (unreadable {})", c.name, c.expect, r.target_text, r.target_unreadable));
+            failures.push(format!(
+                "{}: want {:?}, got {:?} (unreadable {})",
+                c.name, c.expect, r.target_text, r.target_unreadable
+            ));
         }
         if c.name.ends_with("en_dialog_bare_yes") {
             let d = r.dialog.as_ref().expect("the Yes sits in a dialog");
@@ -142,7 +165,15 @@ fn real_app_like_renders() {
     // The bench prints each miss; here: at most one of the renders may be misread, and never
     // one the gate depends on most (the pay / delete / order buttons, the bare Yes, the icon).
     assert!(failures.len() <= 1, "{failures:#?}");
-    for must in ["zh_hant_confirm_pay", "en_dialog_bare_yes", "zh_dark_dialog_ok_red", "icon_send", "zh_delete_white_on_red", "en_place_order", "zh_buy_now"] {
+    for must in [
+        "zh_hant_confirm_pay",
+        "en_dialog_bare_yes",
+        "zh_dark_dialog_ok_red",
+        "icon_send",
+        "zh_delete_white_on_red",
+        "en_place_order",
+        "zh_buy_now",
+    ] {
         assert!(!failures.iter().any(|f| f.contains(must)), "{failures:#?}");
     }
 }

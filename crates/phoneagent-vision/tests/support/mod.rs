@@ -83,7 +83,8 @@ impl Phone {
             format!("host:transport:{}", self.handle.serial()),
             format!("shell:{cmd}"),
         ] {
-            s.write_all(format!("{:04x}{req}", req.len()).as_bytes()).await?;
+            s.write_all(format!("{:04x}{req}", req.len()).as_bytes())
+                .await?;
             let mut st = [0u8; 4];
             s.read_exact(&mut st).await?;
             if &st != b"OKAY" {
@@ -151,7 +152,9 @@ pub fn matches(want: &str, got: &str) -> bool {
 
 /// The best character accuracy over the `|`-separated alternatives of `want`.
 pub fn best_accuracy(want: &str, got: &str) -> f64 {
-    want.split('|').map(|w| char_accuracy(w, got)).fold(0.0, f64::max)
+    want.split('|')
+        .map(|w| char_accuracy(w, got))
+        .fold(0.0, f64::max)
 }
 
 /// Whitespace removed, for comparing labels.
@@ -170,7 +173,9 @@ pub fn char_accuracy(want: &str, got: &str) -> f64 {
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }

@@ -39,8 +39,20 @@ impl Canvas {
     pub fn rrect(&mut self, x0: u32, y0: u32, x1: u32, y1: u32, r: u32, c: Rgb) {
         for y in y0..y1.min(self.img.height()) {
             for x in x0..x1.min(self.img.width()) {
-                let dx = if x < x0 + r { x0 + r - x } else if x + r >= x1 { x + r + 1 - x1 } else { 0 };
-                let dy = if y < y0 + r { y0 + r - y } else if y + r >= y1 { y + r + 1 - y1 } else { 0 };
+                let dx = if x < x0 + r {
+                    x0 + r - x
+                } else if x + r >= x1 {
+                    x + r + 1 - x1
+                } else {
+                    0
+                };
+                let dy = if y < y0 + r {
+                    y0 + r - y
+                } else if y + r >= y1 {
+                    y + r + 1 - y1
+                } else {
+                    0
+                };
                 if dx * dx + dy * dy <= r * r {
                     self.img.put_pixel(x, y, Rgba([c[0], c[1], c[2], 255]));
                 }
@@ -76,7 +88,8 @@ impl Canvas {
                     }
                     let p = img.get_pixel_mut(px as u32, py as u32);
                     for i in 0..3 {
-                        p.0[i] = (f32::from(p.0[i]) * (1.0 - cov) + f32::from(c[i]) * cov).round() as u8;
+                        p.0[i] =
+                            (f32::from(p.0[i]) * (1.0 - cov) + f32::from(c[i]) * cov).round() as u8;
                     }
                 });
             }
@@ -109,14 +122,26 @@ pub fn cases() -> Vec<Case> {
         });
     };
     // 1. Large orange buy button.
-    let mut c = page([245, 245, 245], [255, 255, 255], "商品详情", [30, 30, 30], &f);
+    let mut c = page(
+        [245, 245, 245],
+        [255, 255, 255],
+        "商品详情",
+        [30, 30, 30],
+        &f,
+    );
     c.rrect(560, 2200, 1040, 2330, 65, [255, 68, 0]);
     c.text(&f.cjk, "立即购买", 56.0, [255, 255, 255], 800, 2265);
     c.rrect(40, 2200, 520, 2330, 65, [255, 170, 0]);
     c.text(&f.cjk, "加入购物车", 48.0, [255, 255, 255], 280, 2265);
     push("zh_buy_now_56px", c, (800, 2265), "立即购买");
     // 2. Small white-on-red delete chip.
-    let mut c = page([255, 255, 255], [255, 255, 255], "我的收藏", [30, 30, 30], &f);
+    let mut c = page(
+        [255, 255, 255],
+        [255, 255, 255],
+        "我的收藏",
+        [30, 30, 30],
+        &f,
+    );
     c.rrect(880, 600, 1040, 680, 12, [230, 40, 40]);
     c.text(&f.cjk, "删除", 28.0, [255, 255, 255], 960, 640);
     c.text(&f.cjk, "蓝牙耳机 黑色", 36.0, [40, 40, 40], 300, 640);
@@ -125,16 +150,38 @@ pub fn cases() -> Vec<Case> {
     let mut c = page([18, 18, 18], [28, 28, 30], "Account", [235, 235, 235], &f);
     c.rrect(60, 1500, 1020, 1640, 24, [48, 48, 52]);
     c.text(&f.latin, "Delete account", 40.0, [255, 90, 90], 540, 1570);
-    push("en_dark_delete_account_40px", c, (540, 1570), "Delete account");
+    push(
+        "en_dark_delete_account_40px",
+        c,
+        (540, 1570),
+        "Delete account",
+    );
     // 4. Traditional Chinese pay button.
-    let mut c = page([245, 245, 245], [255, 255, 255], "確認訂單", [30, 30, 30], &f);
+    let mut c = page(
+        [245, 245, 245],
+        [255, 255, 255],
+        "確認訂單",
+        [30, 30, 30],
+        &f,
+    );
     c.rrect(50, 2180, 1030, 2320, 24, [22, 119, 255]);
     c.text(&f.cjk, "確認支付", 46.0, [255, 255, 255], 540, 2250);
     // chi_sim reads the Traditional glyphs as their Simplified forms; the gate folds Traditional
     // to Simplified before matching, so either form is the label.
-    push("zh_hant_confirm_pay_46px", c, (540, 2250), "確認支付|确认支付");
+    push(
+        "zh_hant_confirm_pay_46px",
+        c,
+        (540, 2250),
+        "確認支付|确认支付",
+    );
     // 5. English green Place order.
-    let mut c = page([250, 250, 250], [255, 255, 255], "Checkout", [30, 30, 30], &f);
+    let mut c = page(
+        [250, 250, 250],
+        [255, 255, 255],
+        "Checkout",
+        [30, 30, 30],
+        &f,
+    );
     c.rrect(600, 2200, 1040, 2330, 20, [0, 150, 90]);
     c.text(&f.latin, "Place order", 40.0, [255, 255, 255], 820, 2265);
     c.text(&f.latin, "Total $42.99", 40.0, [30, 30, 30], 260, 2265);
@@ -143,8 +190,22 @@ pub fn cases() -> Vec<Case> {
     let mut c = page([245, 245, 245], [255, 255, 255], "Orders", [30, 30, 30], &f);
     c.scrim();
     c.rrect(90, 950, 990, 1450, 36, [255, 255, 255]);
-    c.text(&f.latin, "Cancel your order?", 48.0, [20, 20, 20], 540, 1040);
-    c.text(&f.latin, "This cannot be undone.", 36.0, [100, 100, 100], 540, 1150);
+    c.text(
+        &f.latin,
+        "Cancel your order?",
+        48.0,
+        [20, 20, 20],
+        540,
+        1040,
+    );
+    c.text(
+        &f.latin,
+        "This cannot be undone.",
+        36.0,
+        [100, 100, 100],
+        540,
+        1150,
+    );
     c.text(&f.latin, "No", 40.0, [22, 119, 255], 330, 1360);
     c.text(&f.latin, "Yes", 40.0, [22, 119, 255], 750, 1360);
     push("en_dialog_bare_yes", c, (750, 1360), "Yes");
@@ -153,7 +214,14 @@ pub fn cases() -> Vec<Case> {
     c.scrim();
     c.rrect(90, 950, 990, 1450, 36, [44, 44, 48]);
     c.text(&f.cjk, "清空回收站？", 50.0, [240, 240, 240], 540, 1040);
-    c.text(&f.cjk, "清空后文件将无法恢复", 38.0, [170, 170, 170], 540, 1150);
+    c.text(
+        &f.cjk,
+        "清空后文件将无法恢复",
+        38.0,
+        [170, 170, 170],
+        540,
+        1150,
+    );
     c.rrect(130, 1300, 520, 1410, 20, [70, 70, 76]);
     c.text(&f.cjk, "取消", 42.0, [230, 230, 230], 325, 1355);
     c.rrect(560, 1300, 950, 1410, 20, [220, 50, 50]);
@@ -165,7 +233,13 @@ pub fn cases() -> Vec<Case> {
     c.text(&f.cjk, "退出登录", 24.0, [120, 120, 120], 540, 1265);
     push("zh_logout_row_24px_grey", c, (540, 1265), "退出登录");
     // 9. Subscription gold button with dark text.
-    let mut c = page([255, 250, 240], [255, 255, 255], "会员中心", [30, 30, 30], &f);
+    let mut c = page(
+        [255, 250, 240],
+        [255, 255, 255],
+        "会员中心",
+        [30, 30, 30],
+        &f,
+    );
     c.rrect(60, 2100, 1020, 2240, 70, [255, 200, 60]);
     c.text(&f.cjk, "¥25/月 立即开通", 44.0, [90, 50, 0], 540, 2170);
     push("zh_subscribe_gold_44px", c, (540, 2170), "¥25/月立即开通");
