@@ -547,17 +547,24 @@ fn clear_carets(img: &RgbaImage, r: PxRect, step: u32, gw: usize, gh: usize, ink
 /// gap ≤ 0.25 × the taller height, together no taller than 1.5 × the taller). Solid shapes
 /// never merge with anything.
 pub fn merge_lines(mut items: Vec<Item>, step: u32) -> Vec<Item> {
+    // Passes until nothing merges; an item that grew is compared with the rest again.
+    // O(n²) per pass, a few passes: a full frame's few hundred components cost < 1 ms.
     loop {
         let mut merged = false;
-        'outer: for i in 0..items.len() {
-            for j in i + 1..items.len() {
+        let mut i = 0;
+        while i < items.len() {
+            let mut j = i + 1;
+            while j < items.len() {
                 if should_merge(&items[i], &items[j]) {
                     let o = items.swap_remove(j);
                     items[i].merge(&o, step);
                     merged = true;
-                    break 'outer;
+                    j = i + 1;
+                } else {
+                    j += 1;
                 }
             }
+            i += 1;
         }
         if !merged {
             return items;

@@ -9,7 +9,7 @@ use crate::ReadPurpose;
 use crate::geometry::{
     Item, Region, Rgb, background_at, clamp_rect, dist_to_rect, dominant_color, find_items,
     flood_region, grid_step, is_card_over_dim, is_red, is_saturated, overlap_area,
-    parent_background, rect_around, region_at, union,
+    parent_background, rect_around, region_at,
 };
 
 /// Reads the text in box `r` drawn on background `bg` (px of the frame); `None` when nothing
@@ -124,6 +124,7 @@ pub(crate) fn read_screen(
         t.items
             .iter()
             .filter(|o| box_gap(o.bounds, it.bounds) <= near)
+            .take(3)
             .copied()
             .collect()
     });
@@ -494,7 +495,6 @@ fn read_screen_lines(
     items.sort_by_key(|i| dist_to_rect(i.bounds, p));
     items.truncate(max);
     items.sort_by_key(|i| (i.bounds.top, i.bounds.left));
-    let _ = union;
     items
         .iter()
         .filter_map(|i| read_item(img, i, bg, step, ocr))
