@@ -261,6 +261,26 @@ pub enum GateVerdict {
     },
 }
 
+impl GateVerdict {
+    /// The gate's reason codes, whatever the verdict.
+    pub fn reasons(&self) -> &[String] {
+        match self {
+            Self::Allow { reasons, .. }
+            | Self::Warn { reasons, .. }
+            | Self::Review { reasons, .. }
+            | Self::NeedsApproval { reasons, .. }
+            | Self::Blocked { reasons, .. } => reasons,
+        }
+    }
+}
+
+/// What the runtime knows about a call beyond the model's words (SPEC S3, S10).
+#[derive(Debug, Clone, Default)]
+pub struct GateContext {
+    /// For `type_text`: whether the last touch focused a credential field (`None` = unknown).
+    pub password_field: Option<bool>,
+}
+
 fn safety_lang(l: Lang) -> phoneagent_safety::Lang {
     match l {
         Lang::En => phoneagent_safety::Lang::En,
@@ -286,10 +306,17 @@ fn target_summary(input: &phoneagent_safety::GateInput) -> String {
 }
 
 /// Classify and decide (S1–S6). Pure and synchronous.
-pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVerdict {
+pub fn gate(
+    mode: AccessMode,
+    action: &Action,
+    task: &str,
+    lang: Lang,
+    ctx: &GateContext,
+) -> GateVerdict {
     use phoneagent_safety::Decision as D;
     let _phase = crate::phase!("safety_gate");
-    let input = phoneagent_safety::GateInput::from_action(action, Some(task));
+    let mut input = phoneagent_safety::GateInput::from_action(action, Some(task));
+    input.target_is_password_field = ctx.password_field;
     let cls = phoneagent_safety::classify(&input);
     let reasons: Vec<String> = cls
         .reasons

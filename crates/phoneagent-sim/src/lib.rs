@@ -15,8 +15,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! See `README.md` of this crate for the apps, scenarios, faults and services, and
-//! `/work/helpers/SIM_DEVICE_CONTRACT.md` for the exact protocol contract.
+//! See `README.md` of this crate for the apps, scenarios, faults and services, the
+//! requirements for it (D7, V1–V7) in the repository's `docs/requirements.md`, and the
+//! tests under `tests/sim/` (`protocol.rs`, `stock_adb.rs`) for the exact protocol behaviour.
 
 mod adb;
 mod adbd;

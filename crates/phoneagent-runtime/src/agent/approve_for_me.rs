@@ -245,6 +245,11 @@ impl Run {
                             target,
                             tier,
                             reasons: reasons.clone(),
+                            screen: None,
+                            model_reason: action
+                                .reason
+                                .as_deref()
+                                .map(phoneagent_safety::redact_text),
                         },
                         detail,
                     )

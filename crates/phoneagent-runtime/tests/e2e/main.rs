@@ -9,4 +9,5 @@ mod calibration;
 mod harness;
 mod review;
 mod run;
+mod secrets;
 mod steps;
