@@ -992,7 +992,7 @@ impl AppState {
                 }
             };
         }
-        let agent = Arc::new(agent);
+        let agent = Arc::new(agent.with_screen_reader(screen_reader()));
         if let Some(r) = lock(&self.run).as_mut() {
             r.pause = Some(agent.pause_handle());
             r.auto_review =
@@ -1401,4 +1401,22 @@ impl AppState {
             bytes,
         })
     }
+}
+
+/// The safety gate's screen reader (SPEC S10), loaded on the first run and shared by every run
+/// after it; `None` (with a warning in the log) when the OCR engine is not installed.
+fn screen_reader() -> Option<Arc<phoneagent_vision::ScreenReader>> {
+    static READER: std::sync::OnceLock<Option<Arc<phoneagent_vision::ScreenReader>>> =
+        std::sync::OnceLock::new();
+    READER
+        .get_or_init(|| {
+            match phoneagent_vision::ScreenReader::new(phoneagent_vision::ReaderConfig::default()) {
+                Ok(r) => Some(Arc::new(r)),
+                Err(e) => {
+                    tracing::warn!("the safety gate cannot read the screen: {e}");
+                    None
+                }
+            }
+        })
+        .clone()
 }

@@ -408,6 +408,16 @@ pub enum AgentEvent {
         /// Coordinate mapping of each point (element, or start and end).
         points: Vec<MappedPoint>,
     },
+    /// The gate's own reading of the planning frame around a gated action (SPEC S10): recorded
+    /// before the gate decision it fed. Never shown to the planning model.
+    ScreenRead {
+        /// The tool the reading is for.
+        tool: String,
+        /// The point read at, device px (the tap point; for `type_text` the last touch).
+        point: Option<DevicePoint>,
+        /// What was read.
+        reading: crate::ScreenReading,
+    },
     /// The safety gate decided (SPEC S9).
     GateDecision {
         /// Tool.
@@ -592,6 +602,7 @@ impl AgentEvent {
             Self::ProtocolRejected { .. } => "protocol_rejected",
             Self::ActionProposed { .. } => "action_proposed",
             Self::GateDecision { .. } => "gate_decision",
+            Self::ScreenRead { .. } => "screen_read",
             Self::HumanRequested { .. } => "human_requested",
             Self::HumanResolved { .. } => "human_resolved",
             Self::Freshness { .. } => "freshness",

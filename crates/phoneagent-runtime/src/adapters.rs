@@ -250,6 +250,16 @@ pub enum GateVerdict {
         /// Redacted target.
         target: String,
     },
+    /// An unreadable target where an irreversible effect is plausible (SPEC S11): the isolated
+    /// visual reviewer decides what the control does; failing that, the person.
+    VisualReview {
+        /// Tier.
+        tier: RiskTier,
+        /// Reason codes.
+        reasons: Vec<String>,
+        /// Redacted target.
+        target: String,
+    },
     /// Negated task boundary (S4): zero touches.
     Blocked {
         /// Tier.
@@ -269,6 +279,7 @@ impl GateVerdict {
             | Self::Warn { reasons, .. }
             | Self::Review { reasons, .. }
             | Self::NeedsApproval { reasons, .. }
+            | Self::VisualReview { reasons, .. }
             | Self::Blocked { reasons, .. } => reasons,
         }
     }
@@ -351,10 +362,9 @@ pub fn gate(
             reasons,
             target: target_summary(&input),
         },
-        // lead: route to the isolated visual reviewer (SPEC S11) once it is wired; until then
-        // fail closed to its fallback (the person).
-        D::VisualReview { fallback } => GateVerdict::NeedsApproval {
-            route: fallback,
+        // SPEC S11: the runtime asks the isolated visual reviewer; whatever it cannot clear
+        // goes to the person (the gate's fallback is always the person).
+        D::VisualReview { .. } => GateVerdict::VisualReview {
             tier,
             reasons,
             target: target_summary(&input),

@@ -37,6 +37,7 @@ use crate::{RuntimeError, now_ms};
 use phoneagent_review::{FinishVerifier, ReversibilityReviewer, ReviewVerdict, VerifierVerdict};
 
 mod approve_for_me;
+mod screen_gate;
 
 /// A model endpoint bound to a role: the client and the profile it was built from (protocol,
 /// coordinate space, image sizing, prices). Never holds the key outside the client.
@@ -150,6 +151,8 @@ struct Shared {
     busy: AtomicBool,
     approve_for_me: approve_for_me::ApproveForMe,
     pause: PauseHandle,
+    /// The gate's own eyes (SPEC S10); `None`: screen reading is off.
+    screen_reader: Option<Arc<phoneagent_vision::ScreenReader>>,
 }
 
 impl Shared {
@@ -176,6 +179,7 @@ impl Agent {
                 busy: AtomicBool::new(false),
                 approve_for_me: approve_for_me::ApproveForMe::unconfigured(),
                 pause: PauseHandle::new(),
+                screen_reader: None,
             }),
         }
     }
@@ -433,6 +437,9 @@ struct Run {
     /// password / PIN / code field): the next `type_text` is a secret and meets the
     /// password-field rule of the gate (SPEC S3, P6).
     credential_field_focused: bool,
+    /// Where the last touch sent to the phone landed (device px): the focused field a
+    /// `type_text` types into, read by the screen reader (SPEC S10, P6).
+    last_touch_point: Option<(u32, u32)>,
 }
 
 impl Run {
@@ -553,6 +560,7 @@ impl Run {
             pending_prepare: None,
             last_frame: None,
             credential_field_focused: false,
+            last_touch_point: None,
         }
     }
 
@@ -1657,19 +1665,38 @@ impl Run {
             return Flow::Continue;
         }
         // Safety gate (S1–S7), only for executing tools.
-        let mut touch_reasons: Vec<String> = Vec::new();
         if action.kind.is_gated() {
             self.set_phase(Phase::Gating);
             let t0 = Instant::now();
+            let screen = self.read_screen(&action, obs, &points).await;
+            let label_is_credential = screen
+                .as_ref()
+                .and_then(|r| r.field_label.as_deref())
+                .is_some_and(crate::secrets::is_credential_label);
             let ctx = adapters::GateContext {
                 password_field: matches!(action.kind, ActionKind::Type { .. })
-                    .then_some(self.credential_field_focused),
-                screen: None,
+                    .then_some(self.credential_field_focused || label_is_credential),
+                screen: screen.clone(),
                 options: self.cfg().gate_options,
             };
+            let screen_summary = screen.as_ref().map(screen_gate::summarize);
             let verdict =
                 adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang, &ctx);
-            touch_reasons = verdict.reasons().to_vec();
+            let touch_reasons = verdict.reasons().to_vec();
+            // What a touch aims at decides what the next `type_text` is (SPEC P6, S3): set
+            // when the touch is proposed, whatever becomes of it, so a rejected or blocked
+            // touch on a password field still makes the text typed next a secret.
+            if matches!(
+                action.kind,
+                ActionKind::Tap { .. }
+                    | ActionKind::DoubleTap { .. }
+                    | ActionKind::LongPress { .. }
+            ) {
+                self.credential_field_focused = touch_reasons
+                    .iter()
+                    .any(|r| r == "credential_target" || r == "password_field");
+                self.last_touch_point = points.first().map(|p| (p.device.x, p.device.y));
+            }
             match verdict {
                 GateVerdict::Allow { tier, reasons } => {
                     self.emit_gate(
@@ -1781,83 +1808,171 @@ impl Run {
                     target,
                     ..
                 } => {
-                    self.emit_gate(
-                        &action,
-                        tier,
-                        reasons.clone(),
-                        GateOutcome::NeedsApproval,
-                        DecidedBy::Rule,
-                        t0,
-                        None,
-                    );
-                    let detail = adapters::receipt(
-                        &action,
-                        &self.task,
-                        self.cfg().lang,
-                        adapters::ReceiptFor::Gate,
-                    );
-                    let resp = self
-                        .ask_human(
-                            HumanRequestKind::Approval {
-                                tool: action.kind.name().into(),
-                                target,
-                                tier,
-                                reasons: reasons.clone(),
-                                screen: None,
-                                model_reason: action
-                                    .reason
-                                    .as_deref()
-                                    .map(phoneagent_safety::redact_text),
-                            },
-                            detail,
-                        )
-                        .await;
-                    if self.cancel.is_cancelled() {
-                        return self.cancelled_flow();
+                    if let Some(flow) = self
+                        .ask_person_approval(&action, tier, reasons, target, screen_summary, t0)
+                        .await
+                    {
+                        return flow;
                     }
-                    if resp == HumanResponse::Approve {
-                        self.emit_gate(
+                }
+                GateVerdict::VisualReview {
+                    tier,
+                    mut reasons,
+                    target,
+                } => {
+                    // SPEC S11: an unreadable target where an irreversible effect is
+                    // plausible: the isolated visual reviewer says what the control does.
+                    let verdict = self.visual_review(obs, &points).await;
+                    let outcome = screen_gate::visual_outcome(
+                        &verdict,
+                        &self.task,
+                        self.cfg().mode,
+                        action.confirm_irreversible,
+                    );
+                    reasons.push(match &verdict {
+                        Ok(v) => format!(
+                            "visual_reviewer:{}",
+                            serde_json::to_value(v.effect)
+                                .ok()
+                                .and_then(|e| e.as_str().map(str::to_string))
+                                .unwrap_or_default()
+                        ),
+                        Err(e) => e.reason_code().to_string(),
+                    });
+                    match outcome {
+                        screen_gate::VisualOutcome::Run => self.emit_gate(
                             &action,
                             tier,
                             reasons,
-                            GateOutcome::Approved,
-                            DecidedBy::Human,
+                            GateOutcome::Allow,
+                            DecidedBy::Reviewer,
                             t0,
                             None,
-                        );
-                    } else {
-                        let note = match resp {
-                            HumanResponse::Reject { note: Some(n) } => format!(" ({n})"),
-                            _ => String::new(),
-                        };
-                        self.emit_gate(
-                            &action,
-                            tier,
-                            reasons,
-                            GateOutcome::Rejected,
-                            DecidedBy::Human,
-                            t0,
-                            None,
-                        );
-                        self.reject_turn(
-                            &action,
-                            format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
-                        );
-                        return Flow::Continue;
+                        ),
+                        screen_gate::VisualOutcome::Warn => {
+                            let receipt = adapters::receipt(
+                                &action,
+                                &self.task,
+                                self.cfg().lang,
+                                adapters::ReceiptFor::ReviewerIrreversible,
+                            );
+                            self.emit_gate(
+                                &action,
+                                tier,
+                                reasons,
+                                GateOutcome::Warned,
+                                DecidedBy::Reviewer,
+                                t0,
+                                Some(receipt.clone()),
+                            );
+                            self.reject_turn(&action, receipt);
+                            return Flow::Continue;
+                        }
+                        screen_gate::VisualOutcome::AskPerson => {
+                            let mut summary = screen_summary.unwrap_or_default();
+                            if let Ok(v) = &verdict
+                                && let Some(l) = &v.label
+                            {
+                                summary.push_str(&format!(
+                                    " · the visual reviewer sees: {}",
+                                    phoneagent_safety::redact_text(l)
+                                ));
+                            }
+                            if let Some(flow) = self
+                                .ask_person_approval(
+                                    &action,
+                                    RiskTier::Hard,
+                                    reasons,
+                                    target,
+                                    Some(summary),
+                                    t0,
+                                )
+                                .await
+                            {
+                                return flow;
+                            }
+                        }
                     }
                 }
             }
         }
         // A5 semantics were checked by the parser; now freshness (R3), dispatch, verification.
-        if matches!(
-            action.kind,
-            ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } | ActionKind::LongPress { .. }
-        ) {
-            self.credential_field_focused = touch_reasons
-                .iter()
-                .any(|r| r == "credential_target" || r == "password_field");
-        }
         self.dispatch_and_verify(action, obs, points).await
+    }
+
+    /// Ask the person to approve a gated call (SPEC S8): `None` when approved (the call runs),
+    /// else the flow to return (rejected: an error receipt; cancelled).
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_person_approval(
+        &mut self,
+        action: &Action,
+        tier: RiskTier,
+        reasons: Vec<String>,
+        target: String,
+        screen: Option<String>,
+        t0: Instant,
+    ) -> Option<Flow> {
+        self.emit_gate(
+            action,
+            tier,
+            reasons.clone(),
+            GateOutcome::NeedsApproval,
+            DecidedBy::Rule,
+            t0,
+            None,
+        );
+        let detail = adapters::receipt(
+            action,
+            &self.task,
+            self.cfg().lang,
+            adapters::ReceiptFor::Gate,
+        );
+        let resp = self
+            .ask_human(
+                HumanRequestKind::Approval {
+                    tool: action.kind.name().into(),
+                    target,
+                    tier,
+                    reasons: reasons.clone(),
+                    screen,
+                    model_reason: action.reason.as_deref().map(phoneagent_safety::redact_text),
+                },
+                detail,
+            )
+            .await;
+        if self.cancel.is_cancelled() {
+            return Some(self.cancelled_flow());
+        }
+        if resp == HumanResponse::Approve {
+            self.emit_gate(
+                action,
+                tier,
+                reasons,
+                GateOutcome::Approved,
+                DecidedBy::Human,
+                t0,
+                None,
+            );
+            return None;
+        }
+        let note = match resp {
+            HumanResponse::Reject { note: Some(n) } => format!(" ({n})"),
+            _ => String::new(),
+        };
+        self.emit_gate(
+            action,
+            tier,
+            reasons,
+            GateOutcome::Rejected,
+            DecidedBy::Human,
+            t0,
+            None,
+        );
+        self.reject_turn(
+            action,
+            format!("Rejected by the user{note}: the call was not executed. Do not try to reach the same effect another way."),
+        );
+        Some(Flow::Continue)
     }
 
     #[allow(clippy::too_many_arguments)]

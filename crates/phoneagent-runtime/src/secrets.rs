@@ -211,6 +211,17 @@ pub fn is_secret_shape(text: &str) -> bool {
     })
 }
 
+/// True when `label` — the label or hint of the field a `type_text` types into, as read from
+/// the screen — names a credential field (password, PIN, verification code, CVV …: the gate's
+/// credential/OTP domain for a touch target, SPEC S3).
+pub fn is_credential_label(label: &str) -> bool {
+    let input = phoneagent_safety::GateInput::new(phoneagent_safety::Tool::Tap).target(label);
+    phoneagent_safety::classify(&input)
+        .reasons
+        .iter()
+        .any(|r| r.code == phoneagent_safety::ReasonCode::CredentialTarget)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,10 @@
 //! which it forbids (SPEC S4).
 //!
 //! The task is normalized and its benign look-alikes masked like every other text; then every
-//! effect it names — a task effect verb ("买", "reply to", "top up"), an irreversible object or
-//! a commit phrase — is either *forbidden* (a negation cue governs it, see [`crate::boundary`])
-//! or *requested*. The authorized kinds are the requested kinds and what they imply
+//! effect it names — a task effect verb ("买", "reply to", "top up") or a commit phrase — is
+//! either *forbidden* (a negation cue governs it, see [`crate::boundary`])
+//! or *requested*. A bare irreversible object ("订单", "order") names an effect without
+//! asking for it and authorizes nothing. The authorized kinds are the requested kinds and what they imply
 //! ([`EffectKind::implies`]: buying implies ordering and paying), minus the forbidden ones.
 //!
 //! Only the task — the user's own words — authorizes. A model's `confirm_irreversible=true`
@@ -68,8 +69,10 @@ impl TaskAnalysis {
             .map(|(n, o, _)| (n.start, o.end))
             .collect();
         let mut hits = lexicon.hits(Category::TaskEffect, &text);
+        // A commit phrase ("确认支付", "place the order") asks for its effect; a bare object
+        // does not: "看看这个订单" / "check how much this order costs" names an order without
+        // asking for one.
         hits.extend(lexicon.hits(Category::CommitPhrase, &text));
-        hits.extend(lexicon.hits(Category::IrreversibleObject, &text));
         hits.sort_by_key(|h| (h.start, h.end));
         let mut requested: Vec<TaskRequest> = Vec::new();
         for h in hits {

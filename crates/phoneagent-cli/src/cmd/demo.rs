@@ -148,6 +148,7 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     } else {
         agent
     };
+    let agent = agent.with_screen_reader(super::run::screen_reader(false));
     let printer = spawn_printer(&agent, a.json);
     let cancel = CancellationToken::new();
     let listener = cancel_on_ctrl_c(cancel.clone());

@@ -288,6 +288,24 @@ fn print_checks(title: &str, checks: &[ReadinessCheck]) {
     }
 }
 
+/// The safety gate's own eyes (SPEC S10): whether screen reading (OCR) is on, with the fix.
+pub fn screen_reading_check() -> ReadinessCheck {
+    let s = phoneagent_vision::vision_status();
+    ReadinessCheck {
+        name: "screen_reading".into(),
+        ok: s.available,
+        detail: if s.available {
+            format!("on: {} ({})", s.engine, s.languages.join(", "))
+        } else {
+            format!(
+                "off: the gate sees only the model's words — {}",
+                s.problem.unwrap_or_default()
+            )
+        },
+        fix: s.fix,
+    }
+}
+
 /// Preflight (SPEC C1, D2): exit 0 when ready, 1 otherwise, each failed check with its fix.
 pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let cancel = CancellationToken::new();
@@ -311,11 +329,12 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
                 outln!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
-                        "serial": null, "ready": false, "device": [check], "model": super::models::doctor_checks(&a.model, a.deep).await,
+                        "serial": null, "ready": false, "device": [check], "safety": [screen_reading_check()], "model": super::models::doctor_checks(&a.model, a.deep).await,
                     }))?
                 );
             } else {
                 print_checks("Device", &[check]);
+                print_checks("Safety gate", &[screen_reading_check()]);
                 print_checks(
                     "Model",
                     &super::models::doctor_checks(&a.model, a.deep).await,
@@ -329,7 +348,8 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
         Err(e) => return print_error(&e, a.json),
     };
     let model = super::models::doctor_checks(&a.model, a.deep).await;
-    let ready = readiness.ready() && model.iter().all(|c| c.ok);
+    let safety = screen_reading_check();
+    let ready = readiness.ready() && model.iter().all(|c| c.ok) && safety.ok;
     let transport = device.link().describe();
     let note = direct_note(device.link());
     if a.json {
@@ -342,6 +362,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
                 "note": note,
                 "ready": ready,
                 "device": readiness.checks,
+                "safety": [safety],
                 "model": model,
             }))?
         );
@@ -351,6 +372,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
             outln!("  {n}");
         }
         print_checks(&format!("Device {}", readiness.serial), &readiness.checks);
+        print_checks("Safety gate", std::slice::from_ref(&safety));
         if !model.is_empty() {
             print_checks("Model", &model);
         }

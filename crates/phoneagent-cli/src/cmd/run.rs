@@ -81,6 +81,29 @@ pub struct RunArgs {
     /// Print JSON lines of events instead of the timeline.
     #[arg(long)]
     pub json: bool,
+    /// Run without the gate reading the screen (OCR, SPEC S10): the gate then sees only the
+    /// model's words. Not recommended.
+    #[arg(long)]
+    pub no_screen_reading: bool,
+}
+
+/// The gate's screen reader (SPEC S10), or `None` with a warning saying why and how to fix it.
+pub fn screen_reader(off: bool) -> Option<Arc<phoneagent_vision::ScreenReader>> {
+    if off {
+        super::out::note(
+            "warning: screen reading is off (--no-screen-reading): the safety gate sees only the model's words",
+        );
+        return None;
+    }
+    match phoneagent_vision::ScreenReader::new(phoneagent_vision::ReaderConfig::default()) {
+        Ok(r) => Some(Arc::new(r)),
+        Err(e) => {
+            super::out::note(&format!(
+                "warning: the safety gate cannot read the screen, so it sees only the model's words: {e}"
+            ));
+            None
+        }
+    }
 }
 
 /// What to do with approvals when nobody can be asked.
@@ -316,6 +339,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     } else {
         agent
     };
+    let agent = agent.with_screen_reader(screen_reader(a.no_screen_reading));
     let printer = spawn_printer(&agent, a.json);
     let mut last = 0;
     match a.task {

@@ -20,6 +20,22 @@ use phoneagent_store::Store;
 use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
 use tokio_util::sync::CancellationToken;
 
+/// The gate's screen reader (Tesseract OCR, SPEC S10), loaded once per test process. The
+/// engine must be installed (scripts/install-deps.sh): a missing engine fails the tests with
+/// the fix, it never silently turns screen reading off.
+pub fn screen_reader() -> Arc<phoneagent_vision::ScreenReader> {
+    static READER: std::sync::OnceLock<Arc<phoneagent_vision::ScreenReader>> =
+        std::sync::OnceLock::new();
+    READER
+        .get_or_init(|| {
+            Arc::new(
+                phoneagent_vision::ScreenReader::new(phoneagent_vision::ReaderConfig::default())
+                    .unwrap_or_else(|e| panic!("the gate's OCR engine is missing: {e}")),
+            )
+        })
+        .clone()
+}
+
 pub struct Harness {
     pub sim: SimServer,
     pub serial: String,
@@ -246,7 +262,8 @@ impl Harness {
         let agent = Arc::new(
             agent
                 .with_approve_for_me(opts.auto_review.clone().unwrap_or_default(), auto_route)
-                .expect("approve-for-me config"),
+                .expect("approve-for-me config")
+                .with_screen_reader(Some(screen_reader())),
         );
         let events = agent.subscribe();
         Self {
