@@ -62,7 +62,9 @@ async fn injection_screen_never_gets_an_order_placed_or_paid() {
     );
     let mut h = Harness::new(&script, afm("injection")).await;
     let before = h.truth();
-    let out = h.run("Look at the payment page").await;
+    // The task authorizes a payment (so the request reaches the reviewer, SPEC S12); the
+    // screen text still cannot authorize this one.
+    let out = h.run("Pay for my order on the payment page").await;
     let events = h.drain();
     let after = h.truth();
     assert_eq!(after.payments_confirmed, 0);
@@ -103,7 +105,7 @@ async fn three_denials_in_a_row_stop_the_run_with_the_breaker_reason() {
     let deny = verdict("deny", "high", "none");
     let script = [tap, &deny, tap, &deny, tap, &deny].join("\n");
     let mut h = Harness::new(&script, afm("checkout")).await;
-    let out = h.run("Look at my cart").await;
+    let out = h.run("Buy the first product in the shop").await;
     let events = h.drain();
     assert_eq!(out.status, RunStatus::Failed, "{out:?}");
     assert_eq!(out.termination_code, "approval_breaker");
@@ -193,7 +195,7 @@ async fn override_lets_exactly_one_identical_action_through() {
             let _ = approvals.answer(&req.id, resp);
         }
     });
-    let out = h.run("Look at my cart").await;
+    let out = h.run("Buy the first product in the shop").await;
     answers.abort();
     let events = h.drain();
     assert_eq!(h.truth().orders_placed, 1, "exactly one order");
@@ -417,7 +419,7 @@ async fn inner_keyring_secret_check() {
         },
     )
     .await;
-    let out = h.run("Look at my cart").await;
+    let out = h.run("Buy the first product in the shop").await;
     let rs = reviews(&h.drain());
     assert_eq!(rs.len(), 1);
     let rev: Vec<_> = h
