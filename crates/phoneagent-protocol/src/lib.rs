@@ -51,7 +51,7 @@ pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
 pub use prompt::do_grammar_prompt;
 pub use render::render_do;
 pub use safety::{AccessMode, RiskTier};
-pub use screen::{DialogReading, PxRect, ScreenField, ScreenReading, TargetStyle};
 pub use schema::{DEFAULT_INTERACT_QUESTION, TOOL_NAMES};
+pub use screen::{DialogReading, PxRect, ScreenField, ScreenReading, TargetStyle};
 pub use swipe::{SwipeDirection, check_swipe};
 pub use tools::{ToolCall, extract_tool_calls, parse_tool_call, parse_tool_calls, tool_schemas};

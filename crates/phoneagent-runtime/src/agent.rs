@@ -2241,6 +2241,12 @@ impl Run {
         let Some(review) = self.review.clone() else {
             return Flow::Continue;
         };
+        // F1: re-observe before accepting. The screen may have changed while the model was
+        // thinking about the confirm (after this turn's planning frame); a changed frame moves
+        // the screen sequence number, which makes the confirm stale below.
+        if let Err(f) = self.observe("confirm").await {
+            return f;
+        }
         // Stale when the screen changed (screen seq), the task board or the goal since the package (F1).
         let stale = review.screen_seq != self.screen_seq
             || review.board != self.memory.task_board

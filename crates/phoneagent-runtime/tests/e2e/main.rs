@@ -7,6 +7,7 @@
 mod approve_for_me;
 mod calibration;
 mod harness;
+mod loose_ends;
 mod review;
 mod run;
 mod steps;
