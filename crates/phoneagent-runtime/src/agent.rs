@@ -2001,6 +2001,9 @@ impl Run {
             Ok(o) => o,
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
+        // F4: the search guard reads where the screen changed (results under the box).
+        self.guards
+            .record_screen_effect(&action, &before, &after.shot.image);
         // `before` is alive here, so an equal address is the same frame: the capture already
         // diffed exactly this pair (the usual case; a pause or device loss in between may not).
         let changed = match after.change_from_previous {

@@ -65,3 +65,45 @@ async fn confirm_is_stale_when_the_screen_changes_while_the_model_thinks_about_i
     assert_eq!(out.message, "The mail app is open instead.");
     assert_eq!(h.model.chat_requests().len(), 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_newline_that_submits_nothing_does_not_satisfy_the_search_guard() {
+    // ADB Keyboard types "weather\n" into the single-line search box: the newline submits
+    // nothing (the virtual phone shows no results), so the finish after it is blocked; the
+    // search counts only once the screen shows it was submitted (F4).
+    let script = r#"
+{"content": "do(action=\"Tap\", element={{center:home.app.search}}, target_description=\"搜索\", reason=\"Open the search app.\")"}
+{"content": "do(action=\"Tap\", element={{center:search.query}}, target_description=\"search box\", reason=\"Focus the search box.\")"}
+{"content": "do(action=\"Type\", text=\"weather\\n\", reason=\"Type the query and press Enter.\")"}
+{"content": "finish(message=\"Results for weather are shown.\")"}
+{"content": "do(action=\"Tap\", element={{center:search.submit}}, target_description=\"搜索\", reason=\"Submit.\")"}
+{"content": "finish(message=\"Results for weather are shown.\")"}
+{"content": "finish(message=\"Results for weather are shown.\", confirm=True)"}
+"#;
+    let mut h = Harness::new(
+        script,
+        Opts {
+            verifier: false,
+            ..Opts::default()
+        },
+    )
+    .await;
+    let out = h.run("Search the Search app for weather").await;
+    let events = h.drain();
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+    let rejected: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::FinishRejected { by, message } if by == "guard:in_app_search" => {
+                Some(message)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(rejected[0].contains("not submitted"), "{rejected:?}");
+    // The phone agrees: the query was submitted once, by the tap.
+    let t = h.truth();
+    assert_eq!(t.search.searches, 1);
+    assert_eq!(t.search.submitted_query.as_deref(), Some("weather"));
+}
