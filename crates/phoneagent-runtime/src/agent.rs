@@ -214,13 +214,15 @@ impl Agent {
 
     /// Run `task` to a terminal state. Refuses when a task is already running (R2).
     ///
-    /// Errors only for setup problems before the run starts (busy, recorder); everything that
-    /// happens during the run ends in a [`RunOutcome`] with its status and code.
+    /// Errors only for setup problems before the run starts (busy, recorder, a task over
+    /// `max_task_chars`); everything that happens during the run ends in a [`RunOutcome`] with
+    /// its status and code.
     pub async fn run(
         &self,
         task: &str,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RuntimeError> {
+        crate::check_task_size(task, self.shared.config.max_task_chars)?;
         if self.shared.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }
@@ -249,6 +251,7 @@ impl Agent {
         task: &str,
         cancel: CancellationToken,
     ) -> Result<StepSession, RuntimeError> {
+        crate::check_task_size(task, self.shared.config.max_task_chars)?;
         if self.shared.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }

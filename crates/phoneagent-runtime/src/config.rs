@@ -105,6 +105,9 @@ pub struct AgentConfig {
     pub lang: Lang,
     /// Label the run as a demo.
     pub demo: bool,
+    /// Longest task accepted, in characters; a longer one is refused before the run starts
+    /// ([`crate::RuntimeError::TaskTooLong`]). Default [`crate::DEFAULT_MAX_TASK_CHARS`].
+    pub max_task_chars: usize,
 }
 
 impl Default for AgentConfig {
@@ -126,6 +129,7 @@ impl Default for AgentConfig {
             max_soft_replans: 12,
             lang: Lang::En,
             demo: false,
+            max_task_chars: crate::DEFAULT_MAX_TASK_CHARS,
         }
     }
 }

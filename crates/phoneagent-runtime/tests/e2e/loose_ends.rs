@@ -107,3 +107,44 @@ async fn typed_newline_that_submits_nothing_does_not_satisfy_the_search_guard() 
     assert_eq!(t.search.searches, 1);
     assert_eq!(t.search.submitted_query.as_deref(), Some("weather"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_over_the_size_limit_is_refused_before_the_phone_or_the_model() {
+    let script = r#"
+{"content": "do(action=\"Tap\", element=[500, 500], reason=\"should never be asked\")"}
+"#;
+    let h = Harness::new(script, Opts::default()).await;
+    let commands_before = h.truth().shell_commands;
+    let task = "Buy a cable. ".repeat(400); // 5,200 characters
+    let err = h
+        .agent
+        .run(&task, tokio_util::sync::CancellationToken::new())
+        .await
+        .expect_err("an oversized task is refused");
+    let msg = err.to_string();
+    assert!(matches!(
+        err,
+        phoneagent_runtime::RuntimeError::TaskTooLong {
+            chars: 5200,
+            limit: 4000
+        }
+    ));
+    assert!(msg.contains("5200") && msg.contains("4000"), "{msg}");
+    // Nothing reached the model or the phone, and no run was recorded.
+    assert!(h.model.chat_requests().is_empty());
+    assert_eq!(h.truth().shell_commands, commands_before);
+    assert!(h.store.list_runs(10).unwrap().is_empty());
+    // The step API refuses it the same way; a task at the limit is accepted.
+    assert!(matches!(
+        h.agent
+            .start_steps(&task, tokio_util::sync::CancellationToken::new())
+            .err(),
+        Some(phoneagent_runtime::RuntimeError::TaskTooLong { .. })
+    ));
+    let at_limit = "x".repeat(4000);
+    let session = h
+        .agent
+        .start_steps(&at_limit, tokio_util::sync::CancellationToken::new())
+        .expect("4,000 characters are fine");
+    drop(session);
+}
