@@ -1310,8 +1310,9 @@ impl Run {
         self.set_phase(Phase::Planning);
         let actor = self.agent.parts.actor.clone();
         let t0 = Instant::now();
+        let (max_wait, wait_limit) = self.rate_limit_wait();
         let result = tokio::select! {
-            r = actor.client.chat(req, &self.cancel) => r,
+            r = actor.client.chat_within(req, &self.cancel, max_wait) => r,
             _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
         };
         match result {
@@ -1325,6 +1326,28 @@ impl Run {
                 if code == ErrorCode::Cancelled || self.cancel.is_cancelled() {
                     return Err(self.cancelled_flow());
                 }
+                if let LlmError::RateLimited {
+                    retry_after_ms: Some(ms),
+                    ..
+                } = &e
+                {
+                    let wait = Duration::from_millis(*ms);
+                    if wait > max_wait {
+                        // Asking again now would only be refused again: stop, and say why.
+                        let msg = format!(
+                            "the model provider asked to wait {} s before the next request (Retry-After), longer than {wait_limit}: \
+                             the run stopped; try again later",
+                            ms.div_ceil(1000)
+                        );
+                        self.recover(RecoveryOutcome::Abort, code, None, &msg, true);
+                        return Err(Self::end(RunStatus::Failed, code.as_str(), msg));
+                    }
+                    // Within the limits: wait as asked before planning again.
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
+                    }
+                }
                 self.hard_failures += 1;
                 if self.hard_failures > self.cfg().max_hard_failures
                     || code == ErrorCode::ModelConfig
@@ -1335,6 +1358,22 @@ impl Run {
                 self.recover(RecoveryOutcome::Replan, code, None, &e.to_string(), true);
                 Err(Flow::Continue)
             }
+        }
+    }
+
+    /// How long a model server may make this run wait (`Retry-After`): the configured maximum
+    /// or the remaining wall time, whichever is shorter, and words for it.
+    fn rate_limit_wait(&self) -> (Duration, String) {
+        let used = self.started.elapsed().saturating_sub(self.paused_for);
+        let left = self.cfg().max_duration.saturating_sub(used);
+        let max = self.cfg().max_rate_limit_wait;
+        if left < max {
+            (
+                left,
+                format!("the {} s left of the run's time", left.as_secs()),
+            )
+        } else {
+            (max, format!("the maximum wait of {} s", max.as_secs()))
         }
     }
 

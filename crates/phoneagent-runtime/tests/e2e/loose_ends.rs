@@ -148,3 +148,66 @@ async fn a_task_over_the_size_limit_is_refused_before_the_phone_or_the_model() {
         .expect("4,000 characters are fine");
     drop(session);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_longer_than_the_max_wait_stops_the_run_without_asking_again() {
+    let script = r#"
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+{"status": 429, "retry_after": 3600}
+"#;
+    let mut h = Harness::new(
+        script,
+        Opts {
+            verifier: false,
+            ..Opts::default()
+        },
+    )
+    .await;
+    let out = h.run("Open the shop").await;
+    let _ = h.drain();
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.termination_code, "model_rate_limited", "{out:?}");
+    assert!(
+        out.message.contains("asked to wait 3600 s"),
+        "{}",
+        out.message
+    );
+    // Asked once, not re-asked in a loop.
+    assert_eq!(h.model.chat_requests().len(), 1);
+    assert!(h.truth().touches.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_longer_than_the_remaining_run_time_stops_the_run_at_once() {
+    // 30 s is within the client's own limit (60 s), but the run has only 8 s.
+    let script = r#"
+{"status": 429, "retry_after": 30}
+{"content": "do(action=\"Tap\", element={{center:home.app.shop}}, target_description=\"商城\", reason=\"Open the shop.\")"}
+"#;
+    let mut h = Harness::new(
+        script,
+        Opts {
+            verifier: false,
+            config: |c| c.max_duration = Duration::from_secs(8),
+            ..Opts::default()
+        },
+    )
+    .await;
+    let t0 = std::time::Instant::now();
+    let out = h.run("Open the shop").await;
+    let _ = h.drain();
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.termination_code, "model_rate_limited", "{out:?}");
+    assert!(
+        out.message.contains("asked to wait 30 s"),
+        "{}",
+        out.message
+    );
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    assert_eq!(h.model.chat_requests().len(), 1);
+}
