@@ -1,19 +1,14 @@
-//! Loose ends of issue #11 item 8 through the `phoneagent` binary: the user's IME comes back
-//! after SIGTERM, SIGHUP and (at the next start) `kill -9`; an oversized task is refused before
-//! anything touches the phone or the model. The virtual phone (`phoneagent sim serve`) and the
-//! scripted model (`phoneagent sim model`) are separate processes on loopback; the phone's
-//! ground truth (`phoneagent sim state`) shows the current IME.
+//! Loose ends of issue #11 item 8 through the `phoneagent` binary: an oversized task is refused
+//! before anything touches the phone or the model. The virtual phone (`phoneagent sim serve`) and the
+//! scripted model (`phoneagent sim model`) are separate processes on loopback.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Lines};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-const ADB_IME: &str = "com.android.adbkeyboard/.AdbIME";
-const LATIN_IME: &str = "com.android.inputmethod.latin/.LatinIME";
 
 fn phoneagent() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_phoneagent"));
@@ -178,26 +173,6 @@ impl Setup {
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-/// Read JSON event lines until `stop` matches one; returns the lines read.
-fn read_until(
-    lines: &mut Lines<BufReader<ChildStdout>>,
-    stop: impl Fn(&Value) -> bool,
-) -> Vec<Value> {
-    let mut seen = Vec::new();
-    loop {
-        let l = lines
-            .next()
-            .expect("the run ended before the awaited event")
-            .unwrap();
-        let v: Value = serde_json::from_str(&l).unwrap();
-        let done = stop(&v);
-        seen.push(v);
-        if done {
-            return seen;
-        }
     }
 }
 
