@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs every system package PhoneAgent's build, demo and tests need (Debian/Ubuntu, as root).
+# Screen reading for the safety gate (phoneagent-vision, SPEC S10/S11): Tesseract 5 with Simplified
+# and Traditional Chinese and English language data; libtesseract-dev/libleptonica-dev to link it,
+# clang/libclang-dev for the bindings' build script (bindgen).
 # Direct USB (phoneagent-device feature `usb`, on by default) uses the pure-Rust `nusb` crate:
 # no libusb or other system package is needed for it.
 set -euo pipefail
@@ -13,6 +16,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   xvfb xauth python3 dbus dbus-x11 webkit2gtk-driver dunst imagemagick \
   gnome-keyring libsecret-tools libdbus-1-dev keyutils xdotool \
   fonts-wqy-microhei fonts-dejavu-core \
+  tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra tesseract-ocr-eng \
+  libtesseract-dev libleptonica-dev clang libclang-dev \
   adb >/dev/null
 echo "system packages installed"
 

@@ -142,6 +142,8 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
                     target: "提交订单".into(),
                     tier: RiskTier::Hard,
                     reasons: vec!["commit_verb_irreversible_object".into()],
+                    screen: None,
+                    model_reason: None,
                 },
                 expires_at_ms: 4_102_444_800_000,
             },

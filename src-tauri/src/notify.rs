@@ -165,6 +165,8 @@ mod tests {
             target: "提交订单".into(),
             tier: phoneagent_protocol::RiskTier::Hard,
             reasons: vec![],
+            screen: None,
+            model_reason: None,
         });
         assert!(s.contains("approval"));
         assert!(b.contains("tap") && b.contains("提交订单") && b.contains("hard"));

@@ -149,6 +149,7 @@ pub fn pending_view(r: &HumanRequest) -> PendingRequest {
             target,
             tier,
             reasons,
+            ..
         } => {
             p.kind = "approval".into();
             p.tool = Some(tool.clone());

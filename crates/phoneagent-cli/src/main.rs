@@ -73,6 +73,9 @@ fn main() -> std::process::ExitCode {
             Command::Safety(c) => cmd::safety::run(&cli.global, c).await,
         }
     });
+    // A thread still blocked reading the terminal (an approval prompt answered by Ctrl-C) must
+    // not keep the process alive: the run is over, the IME restored.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
     if let Some(e) = cmd::out::write_error() {
         cmd::out::note(&format!("error: cannot write the output: {e}"));
         return std::process::ExitCode::from(2);
@@ -80,7 +83,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            cmd::out::note(&format!("error: {e:#}"));
             std::process::ExitCode::from(2)
         }
     }

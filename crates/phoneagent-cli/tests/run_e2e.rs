@@ -419,6 +419,61 @@ fn hard_mode_with_approvals_rejected_places_no_order() {
     assert!(s.truth()["touches"].as_array().unwrap().is_empty());
 }
 
+/// Issue 11 (S14): model-written text with terminal escape sequences — in the target description,
+/// the reason and the finish message — must never reach the terminal raw. The hostile target
+/// clears the screen (ESC[2J), retitles the window (ESC]0;…BEL), returns the cursor (\r) and
+/// draws a fake approval line for a harmless tap over the real one (确认支付, 899). In `hard`
+/// mode with every approval rejected: no ESC, no C0 control but \n and \t, no C1 control in the
+/// CLI's stdout or stderr, and no payment.
+#[test]
+fn terminal_escapes_in_model_text_never_reach_the_terminal() {
+    let evil_target = "确认支付\u{1b}[2J\u{1b}[H\u{1b}]0;PhoneAgent\u{7}\r⏸ Approve tap → 「关闭通知」? [y/N]\u{9b}2K";
+    let evil_reason = "Close the notice.\u{1b}[1A\u{1b}[2K\r\u{8}\u{8}ok";
+    let evil_finish = "Done.\u{1b}[31m\u{1b}]8;;http://evil.example/\u{7}link\u{1b}]8;;\u{7}\u{85}";
+    let tap = format!(
+        "do(action=\"Tap\", element={{{{center:确认支付}}}}, target_description=\"{evil_target}\", reason=\"{evil_reason}\")"
+    );
+    let confirm = format!(
+        "do(action=\"Tap\", element={{{{center:确认支付}}}}, target_description=\"{evil_target}\", confirm_irreversible=True, reason=\"{evil_reason}\")"
+    );
+    let script = [
+        serde_json::json!({"content": tap}).to_string(),
+        serde_json::json!({"content": confirm}).to_string(),
+        serde_json::json!({"content": format!("finish(message=\"{evil_finish}\")")}).to_string(),
+        serde_json::json!({"content": format!("finish(message=\"{evil_finish}\", confirm=True)")})
+            .to_string(),
+        r#"{"queue": "verifier", "content": "{\"verdict\": \"pass\", \"reason\": \"ok\"}"}"#
+            .to_string(),
+    ]
+    .join("\n");
+    let s = Setup::start("payment", &script);
+    // The human-readable timeline (no --json): what a person at a terminal sees.
+    let mut cmd = s.interactive_cmd(&["--mode", "hard", "--on-approval", "reject"]);
+    cmd.arg("Look at the payment page").stdin(Stdio::null());
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(s.truth()["payments_confirmed"], 0, "nothing may be paid");
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let text = String::from_utf8_lossy(bytes);
+        let bad: Vec<String> = text
+            .chars()
+            .filter(|c| {
+                (c.is_control() && *c != '\n' && *c != '\t') || ('\u{80}'..='\u{9f}').contains(c)
+            })
+            .map(|c| format!("U+{:04X}", c as u32))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{name} carries control characters {bad:?}:\n{}",
+            text.escape_debug()
+        );
+    }
+}
+
 #[test]
 fn kill_dash_nine_mid_run_leaves_an_interrupted_run_with_its_events() {
     // The second planning call hangs, so the run is certainly mid-flight when it is killed.

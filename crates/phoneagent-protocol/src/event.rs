@@ -164,6 +164,15 @@ pub enum HumanRequestKind {
         tier: RiskTier,
         /// Gate reasons (codes).
         reasons: Vec<String>,
+        /// The gate's own reading of the screen at the target (SPEC S10, S14): the text under
+        /// the tap point and its dialog, as read from the planning frame's pixels, redacted.
+        /// `None` when nothing was read (no OCR engine, or not a touch).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        screen: Option<String>,
+        /// The model's own `reason` for the call, redacted — untrusted, shown labelled as the
+        /// model's (SPEC S14).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_reason: Option<String>,
     },
     /// A question from the model; the answer returns verbatim.
     AskUser {

@@ -13,6 +13,8 @@
 //! * [`do_grammar`]: the `do(...)` text grammar parser ([`parse_do`], SPEC A2), with
 //!   [`render`] ([`render_do`], its canonical form) and [`prompt`] ([`do_grammar_prompt`]).
 //! * [`tools`]: the OpenAI function-calling front end ([`tool_schemas`], [`parse_tool_call`]).
+//! * [`text`]: [`inert_line`](text::inert_line) / [`inert_block`](text::inert_block) make
+//!   untrusted text safe to print (no control characters or escape sequences, SPEC S14).
 //! * [`swipe`]: swipe direction semantics ([`check_swipe`], SPEC A5).
 //! * [`parse_error`]: [`ParseError`] — why an answer was rejected, with a stable kind and position.
 //! * [`options`]: per-run bounds and capabilities of both front ends ([`ParseOptions`]).
@@ -33,6 +35,7 @@ pub mod safety;
 mod schema;
 pub mod screen;
 pub mod swipe;
+pub mod text;
 pub mod tools;
 
 pub use action::{Action, ActionKind, TaskItem};

@@ -45,7 +45,8 @@ impl PxRect {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct DialogReading {
-    /// The card's box, px.
+    /// The card's box, px (all zero when the reader did not report one).
+    #[serde(default)]
     pub bounds: PxRect,
     /// The dialog's title (its first text line), when one was read.
     #[serde(default)]

@@ -7,6 +7,9 @@
 //!   (≤ 120 chars). Unavailable → fail-closed, error → fail-closed, unparseable → irreversible.
 //! * [`FinishVerifier`] (SPEC F2): sees the goal, the evidence route and the tail screenshots.
 //!   Setup or call failure → `skipped` (fail-open, audited), unparseable → `pass`.
+//! * [`visual::VisualReviewer`] (SPEC S11): sees only the frame with the tap point marked and a
+//!   crop around it, says what the control does. Unavailable / error → fail-closed, unparseable
+//!   → irreversible.
 //! * [`auto`] (SPEC AR1–AR8): the approve-for-me reviewer — routing policy, redacted and fenced
 //!   evidence, strict verdicts, code gates, circuit breaker, budgets, one-time overrides and the
 //!   verdict cache. Failure, uncertainty and thin evidence never become an allow.
@@ -14,6 +17,7 @@
 //! Every prompt begins with `[phoneagent-role: <role>]` so a scripted model server can route it.
 
 pub mod auto;
+pub mod visual;
 
 use phoneagent_device::Screenshot;
 use phoneagent_llm::{ChatMessage, ChatRequest, ChatResponse, ContentPart, ModelClient};

@@ -49,8 +49,11 @@ fn input() -> ApprovalInput {
             "step 2: tap (target: \"去结算\") → ok".into(),
         ],
         screenshot: Some("data:image/png;base64,iVBORw0KGgo=".into()),
-        tier: RiskTier::Hard,
+        // A `reviewer`-tier request (a commitment shape) whose task authorizes the effect: the
+        // gate's floor is medium risk, high authorization. Cases change both through `input`.
+        tier: RiskTier::Reviewer,
         reasons: vec!["irreversible_order".into()],
+        task_authorizes: true,
     }
 }
 
@@ -184,20 +187,56 @@ fn cases() -> Vec<Case> {
             None,
             AutoReviewer,
         ),
+        Case {
+            input: |i| i.task_authorizes = false,
+            ..case(
+                "high allow when the task does not authorize goes to the human, whatever the reviewer's label",
+                a("allow", "high", "high", "bounded"),
+                Delegate,
+                Some("high_risk_unauthorized"),
+                AutoReviewer,
+            )
+        },
         case(
-            "high allow with low authorization goes to the human",
+            "high allow: the reviewer's own low authorization label is not used, the task's is",
             a("allow", "high", "low", "bounded"),
-            Delegate,
-            Some("high_risk_unauthorized"),
+            Allow,
+            None,
             AutoReviewer,
         ),
-        case(
-            "high allow without authorization goes to the human",
-            a("allow", "high", "none", "bounded"),
-            Delegate,
-            Some("high_risk_unauthorized"),
-            AutoReviewer,
-        ),
+        Case {
+            input: |i| {
+                i.tier = RiskTier::Hard;
+                i.task_authorizes = false;
+            },
+            ..case(
+                "hard effect the task never asked for: allow / low / high from the reviewer goes to the human",
+                a("allow", "low", "high", "bounded"),
+                Delegate,
+                Some("unauthorized_effect"),
+                AutoReviewer,
+            )
+        },
+        Case {
+            input: |i| i.tier = RiskTier::Hard,
+            ..case(
+                "hard effect the task asked for: low risk from the reviewer is floored at high, bounded → allow",
+                a("allow", "low", "none", "bounded"),
+                Allow,
+                None,
+                AutoReviewer,
+            )
+        },
+        Case {
+            input: |i| i.tier = RiskTier::Hard,
+            ..case(
+                "hard effect the task asked for, unbounded: the floor makes it high risk → the human",
+                a("allow", "low", "high", "unbounded"),
+                Delegate,
+                Some("high_risk_unauthorized"),
+                AutoReviewer,
+            )
+        },
         case(
             "high allow with unbounded scope goes to the human",
             a("allow", "high", "high", "unbounded"),
@@ -255,6 +294,7 @@ fn cases() -> Vec<Case> {
                 c.max_auto_allow_risk = ReviewRisk::Medium;
                 c.on_risk_exceeded = OnRiskExceeded::Allow;
             },
+            input: |i| i.task_authorizes = false,
             ..case(
                 "on_risk_exceeded=allow cannot skip the high-risk authorization gate",
                 a("allow", "high", "none", "bounded"),

@@ -261,6 +261,31 @@ pub enum GateVerdict {
     },
 }
 
+impl GateVerdict {
+    /// The gate's reason codes, whatever the verdict.
+    pub fn reasons(&self) -> &[String] {
+        match self {
+            Self::Allow { reasons, .. }
+            | Self::Warn { reasons, .. }
+            | Self::Review { reasons, .. }
+            | Self::NeedsApproval { reasons, .. }
+            | Self::Blocked { reasons, .. } => reasons,
+        }
+    }
+}
+
+/// What the runtime knows about a call beyond the model's words (SPEC S3, S10).
+#[derive(Debug, Clone, Default)]
+pub struct GateContext {
+    /// For `type_text`: whether the last touch focused a credential field (`None` = unknown).
+    pub password_field: Option<bool>,
+    /// The gate's own reading of the planning frame around the target (SPEC S10), when a
+    /// screen reader is configured.
+    pub screen: Option<phoneagent_protocol::ScreenReading>,
+    /// The gate options of the run (`plain_wary`, SPEC S12).
+    pub options: phoneagent_safety::GateOptions,
+}
+
 fn safety_lang(l: Lang) -> phoneagent_safety::Lang {
     match l {
         Lang::En => phoneagent_safety::Lang::En,
@@ -286,17 +311,25 @@ fn target_summary(input: &phoneagent_safety::GateInput) -> String {
 }
 
 /// Classify and decide (S1–S6). Pure and synchronous.
-pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVerdict {
+pub fn gate(
+    mode: AccessMode,
+    action: &Action,
+    task: &str,
+    lang: Lang,
+    ctx: &GateContext,
+) -> GateVerdict {
     use phoneagent_safety::Decision as D;
     let _phase = crate::phase!("safety_gate");
-    let input = phoneagent_safety::GateInput::from_action(action, Some(task));
+    let mut input = phoneagent_safety::GateInput::from_action(action, Some(task));
+    input.target_is_password_field = ctx.password_field;
+    input.screen = ctx.screen.clone();
     let cls = phoneagent_safety::classify(&input);
     let reasons: Vec<String> = cls
         .reasons
         .iter()
         .map(|r| r.code.as_str().to_string())
         .collect();
-    let d = phoneagent_safety::decide(mode, &input, &cls);
+    let d = phoneagent_safety::decide_with(mode, &input, &cls, ctx.options);
     let tier = d.tier;
     let l = safety_lang(lang);
     match d.decision {
@@ -314,6 +347,14 @@ pub fn gate(mode: AccessMode, action: &Action, task: &str, lang: Lang) -> GateVe
         },
         D::NeedsApproval { route } => GateVerdict::NeedsApproval {
             route,
+            tier,
+            reasons,
+            target: target_summary(&input),
+        },
+        // lead: route to the isolated visual reviewer (SPEC S11) once it is wired; until then
+        // fail closed to its fallback (the person).
+        D::VisualReview { fallback } => GateVerdict::NeedsApproval {
+            route: fallback,
             tier,
             reasons,
             target: target_summary(&input),

@@ -432,6 +432,10 @@ struct Run {
     pending_prepare: Option<(usize, tokio::task::JoinHandle<Result<Prepared, String>>)>,
     /// The last captured frame, for the screen sequence number.
     last_frame: Option<Arc<image::RgbaImage>>,
+    /// The last touch sent to the phone focused a credential field (its target read as a
+    /// password / PIN / code field): the next `type_text` is a secret and meets the
+    /// password-field rule of the gate (SPEC S3, P6).
+    credential_field_focused: bool,
 }
 
 impl Run {
@@ -551,6 +555,7 @@ impl Run {
             tail: Vec::new(),
             pending_prepare: None,
             last_frame: None,
+            credential_field_focused: false,
         }
     }
 
@@ -1306,7 +1311,12 @@ impl Run {
         }
     }
 
-    async fn call_actor(&mut self, req: ChatRequest, kind: CallKind) -> Result<ChatResponse, Flow> {
+    async fn call_actor(
+        &mut self,
+        req: ChatRequest,
+        kind: CallKind,
+        image: (u32, u32),
+    ) -> Result<ChatResponse, Flow> {
         self.set_phase(Phase::Planning);
         let actor = self.agent.parts.actor.clone();
         let t0 = Instant::now();
@@ -1317,6 +1327,8 @@ impl Run {
         };
         match result {
             Ok(resp) => {
+                // SPEC P6: register typed secrets before the answer is recorded anywhere.
+                self.register_secrets(&resp, image);
                 self.account(Role::Actor, kind, &actor, Ok(&resp));
                 Ok(resp)
             }
@@ -1396,7 +1408,10 @@ impl Run {
         };
         let req = self.build_request(&prepared, extra_confirmation, None);
         self.feedback.clear();
-        let resp = match self.call_actor(req, CallKind::Planning).await {
+        let resp = match self
+            .call_actor(req, CallKind::Planning, (prepared.sent_w, prepared.sent_h))
+            .await
+        {
             Ok(r) => r,
             Err(f) => return f,
         };
@@ -1416,7 +1431,14 @@ impl Run {
                 message: err.message.clone(),
             });
             let req = self.build_request(&prepared, extra_confirmation, Some(&err.message));
-            let resp = match self.call_actor(req, CallKind::ProtocolRetry).await {
+            let resp = match self
+                .call_actor(
+                    req,
+                    CallKind::ProtocolRetry,
+                    (prepared.sent_w, prepared.sent_h),
+                )
+                .await
+            {
                 Ok(r) => r,
                 Err(f) => return f,
             };
@@ -1522,7 +1544,35 @@ impl Run {
         self.record_turn(action, result, false);
     }
 
+    /// Register the secrets an answer will type (SPEC P6): text for a credential field (the
+    /// last touch focused one) or with a credential shape. Called before the answer is recorded.
+    fn register_secrets(&mut self, resp: &ChatResponse, image: (u32, u32)) {
+        let parsed = adapters::parse_response(
+            resp,
+            self.protocol(),
+            self.cfg(),
+            self.contract,
+            image,
+            &self.task,
+        );
+        for (_, a) in parsed.actions.iter().flatten() {
+            if let ActionKind::Type { text } = &a.kind
+                && (self.credential_field_focused || crate::secrets::is_secret_shape(text))
+            {
+                self.bus.secrets().add(text);
+            }
+        }
+    }
+
     async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
+        // SPEC P6: from here on the run sees the placeholder; only the device command gets the
+        // real text back (`send`).
+        if let ActionKind::Type { text } = &action.kind
+            && (self.credential_field_focused || crate::secrets::is_secret_shape(text))
+        {
+            self.bus.secrets().add(text);
+        }
+        let action = self.bus.secrets().mask_action(&action);
         // Map coordinates (M5): never clamp.
         let points = match adapters::map_points(
             &action,
@@ -1649,10 +1699,19 @@ impl Run {
             return Flow::Continue;
         }
         // Safety gate (S1–S7), only for executing tools.
+        let mut touch_reasons: Vec<String> = Vec::new();
         if action.kind.is_gated() {
             self.set_phase(Phase::Gating);
             let t0 = Instant::now();
-            let verdict = adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang);
+            let ctx = adapters::GateContext {
+                password_field: matches!(action.kind, ActionKind::Type { .. })
+                    .then_some(self.credential_field_focused),
+                screen: None,
+                options: self.cfg().gate_options,
+            };
+            let verdict =
+                adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang, &ctx);
+            touch_reasons = verdict.reasons().to_vec();
             match verdict {
                 GateVerdict::Allow { tier, reasons } => {
                     self.emit_gate(
@@ -1786,6 +1845,11 @@ impl Run {
                                 target,
                                 tier,
                                 reasons: reasons.clone(),
+                                screen: None,
+                                model_reason: action
+                                    .reason
+                                    .as_deref()
+                                    .map(phoneagent_safety::redact_text),
                             },
                             detail,
                         )
@@ -1827,6 +1891,14 @@ impl Run {
             }
         }
         // A5 semantics were checked by the parser; now freshness (R3), dispatch, verification.
+        if matches!(
+            action.kind,
+            ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } | ActionKind::LongPress { .. }
+        ) {
+            self.credential_field_focused = touch_reasons
+                .iter()
+                .any(|r| r == "credential_target" || r == "password_field");
+        }
         self.dispatch_and_verify(action, obs, points).await
     }
 
@@ -2240,7 +2312,8 @@ impl Run {
                     .ok_or_else(|| DeviceError::Protocol("swipe needs two points".into()))?;
                 d.swipe(first()?, end, duration_ms.unwrap_or(400), c).await
             }
-            ActionKind::Type { text } => d.type_text(text, c).await,
+            // SPEC P6: the one place a typed secret is real again.
+            ActionKind::Type { text } => d.type_text(&self.bus.secrets().reveal(text), c).await,
             ActionKind::Back => d.key(KeyCode::Back, c).await,
             ActionKind::Home => d.key(KeyCode::Home, c).await,
             ActionKind::LaunchApp { name } => Err(DeviceError::CommandFailed {

@@ -231,6 +231,8 @@ mod tests {
             target: "提交订单".into(),
             tier: phoneagent_protocol::RiskTier::Hard,
             reasons: vec![],
+            screen: None,
+            model_reason: None,
         };
         let r = req("a1", approval, 10_000);
         let p2 = p.clone();

@@ -79,6 +79,10 @@ pub struct AgentConfig {
     pub max_duration: Duration,
     /// Access mode (S1).
     pub mode: AccessMode,
+    /// Gate options (SPEC S12): `plain_wary` lets a model's `confirm_irreversible=true` run any
+    /// hard effect in wary/reviewer (source 000's plain wary); off by default, so an effect the
+    /// task did not ask for goes to the person.
+    pub gate_options: phoneagent_safety::GateOptions,
     /// Run token budget (prompt + completion, all roles), if any (M3).
     pub token_budget: Option<u64>,
     /// Input-token budget of one planning request, if any (R6).
@@ -125,6 +129,7 @@ impl Default for AgentConfig {
             finish_verify: FinishVerifyMode::Auto,
             wait_max_secs: 10.0,
             settle_ms: 350,
+            gate_options: phoneagent_safety::GateOptions::default(),
             freshness: FreshnessConfig::default(),
             device_wait: Duration::from_secs(60),
             human_timeout: Duration::from_secs(15 * 60),

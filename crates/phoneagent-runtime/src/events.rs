@@ -75,6 +75,9 @@ pub struct EventBus {
     tx: broadcast::Sender<EventEnvelope>,
     recorder: std::sync::Arc<dyn RunRecorder>,
     write_error: Mutex<Option<String>>,
+    /// The run's typed secrets: every event is scrubbed of them before it is committed or
+    /// broadcast (SPEC P6).
+    secrets: crate::secrets::Secrets,
 }
 
 impl EventBus {
@@ -91,7 +94,13 @@ impl EventBus {
             tx,
             recorder,
             write_error: Mutex::new(None),
+            secrets: crate::secrets::Secrets::new(),
         }
+    }
+
+    /// The run's typed secrets (SPEC P6): register a secret here and no later event carries it.
+    pub fn secrets(&self) -> &crate::secrets::Secrets {
+        &self.secrets
     }
 
     /// The run this bus records.
@@ -113,7 +122,7 @@ impl EventBus {
             seq: self.seq.fetch_add(1, Ordering::SeqCst),
             ts_ms: crate::now_ms(),
             step: self.step.load(Ordering::SeqCst),
-            event,
+            event: self.secrets.scrub_event(event),
         };
         if let Err(e) = self.recorder.record(&env) {
             tracing::error!(error = %e, "could not commit event");

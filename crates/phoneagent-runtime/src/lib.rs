@@ -41,6 +41,7 @@ pub mod guards;
 pub mod memory;
 pub mod pixels;
 pub mod prompt;
+pub mod secrets;
 pub mod store_recorder;
 
 pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome, StepOutcome, StepSession};

@@ -1,14 +1,18 @@
 //! Corpus report: recall on hard rows, false-alarm rate on benign rows, exact-tier agreement,
-//! and the time per `classify` call, printed as a table (harness = false).
+//! what each layer contributes (lexicon only, + commitment shape, + screen reading) on the
+//! real-app corpus, and the time per `classify` call, printed as tables (harness = false).
 //!
 //! Run: `cargo bench -p phoneagent-safety --bench corpus`
 
 use std::time::{Duration, Instant};
 
-use phoneagent_safety::{AccessMode, Decision, Gate, GateInput, RiskTier, Tool, decide};
+use phoneagent_safety::{
+    AccessMode, Decision, Gate, GateInput, Layers, RiskTier, TaskAnalysis, Tool, decide,
+};
 use serde::Deserialize;
 
 const CORPUS: &str = include_str!("../tests/data/corpus.jsonl");
+const CORPUS_APPS: &str = include_str!("../tests/data/corpus_apps.jsonl");
 
 #[derive(Debug, Deserialize)]
 struct Row {
@@ -29,6 +33,8 @@ struct Row {
     target_is_password_field: Option<bool>,
     #[serde(default)]
     ocr_text: Option<String>,
+    #[serde(default)]
+    screen: Option<phoneagent_safety::ScreenReading>,
     expected: RiskTier,
     #[serde(default)]
     blocked: Option<bool>,
@@ -37,6 +43,7 @@ struct Row {
 fn main() -> anyhow_free::Result {
     let rows: Vec<Row> = CORPUS
         .lines()
+        .chain(CORPUS_APPS.lines())
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
@@ -54,10 +61,18 @@ fn main() -> anyhow_free::Result {
                 confirm_irreversible: false,
                 target_is_password_field: r.target_is_password_field,
                 ocr_text: r.ocr_text.clone(),
+                screen: r.screen.clone(),
             })
         })
         .collect::<Result<_, String>>()?;
 
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
     let t0 = Instant::now();
     let gate = Gate::builtin().map_err(|e| e.to_string())?;
     let build = t0.elapsed();
@@ -68,7 +83,7 @@ fn main() -> anyhow_free::Result {
     let mut misses = Vec::new();
     for (row, input) in rows.iter().zip(&inputs) {
         let c = gate.classify(input);
-        if row.expected == RiskTier::Hard {
+        if row.label == "hard" {
             hard_rows += 1;
             if c.tier == RiskTier::Hard {
                 hard_hit += 1;
@@ -78,7 +93,7 @@ fn main() -> anyhow_free::Result {
         }
         if row.label == "benign" {
             benign_rows += 1;
-            if c.tier == RiskTier::Hard {
+            if c.tier >= RiskTier::Reviewer {
                 benign_alarm += 1;
                 misses.push(format!("false alarm: {}", row.id));
             }
@@ -121,13 +136,69 @@ fn main() -> anyhow_free::Result {
     }
     std::hint::black_box(sink);
 
-    let pct = |a: usize, b: usize| {
-        if b == 0 {
-            0.0
-        } else {
-            100.0 * a as f64 / b as f64
+    // What each layer contributes, on the real-app corpus alone.
+    let app_ids: Vec<String> = CORPUS_APPS
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str::<Row>(l).ok())
+        .map(|r| r.id)
+        .collect();
+    let layer_rows: Vec<(&Row, &GateInput)> = rows
+        .iter()
+        .zip(&inputs)
+        .filter(|(r, _)| app_ids.contains(&r.id))
+        .collect();
+    let configs = [
+        (
+            "lexicon only",
+            Layers {
+                shape: false,
+                screen: false,
+            },
+        ),
+        (
+            "+ commitment shape",
+            Layers {
+                shape: true,
+                screen: false,
+            },
+        ),
+        (
+            "+ screen reading (all)",
+            Layers {
+                shape: true,
+                screen: true,
+            },
+        ),
+    ];
+    let mut layer_lines = Vec::new();
+    for (name, layers) in configs {
+        let (mut h, mut hh, mut b, mut ba, mut stop_h) = (0, 0, 0, 0, 0);
+        for (row, input) in &layer_rows {
+            let task = input
+                .task
+                .as_deref()
+                .map(|t| gate.analyze_task(t))
+                .unwrap_or_else(TaskAnalysis::default);
+            let c = gate.classify_layers(input, &task, layers);
+            if row.label == "hard" {
+                h += 1;
+                hh += usize::from(c.tier == RiskTier::Hard);
+                stop_h += usize::from(c.tier >= RiskTier::Reviewer);
+            }
+            if row.label == "benign" {
+                b += 1;
+                ba += usize::from(c.tier >= RiskTier::Reviewer);
+            }
         }
-    };
+        layer_lines.push(format!(
+            "| {name:<24} | {:>5.1}% ({hh:>3}/{h:<3}) | {:>5.1}% ({stop_h:>3}/{h:<3}) | {:>5.1}% ({ba:>3}/{b:<3}) |",
+            pct(hh, h),
+            pct(stop_h, h),
+            pct(ba, b)
+        ));
+    }
+
     println!("phoneagent-safety corpus report ({} rows)", rows.len());
     println!("+------------------------------------+----------------------+");
     println!("| metric                             | value                |");
@@ -170,6 +241,26 @@ fn main() -> anyhow_free::Result {
     );
     println!("+------------------------------------+----------------------+");
     println!("slowest row: {}", slowest.1);
+    println!();
+    println!(
+        "layers on the real-app corpus ({} rows; a benign row stopped in wary = tier reviewer or hard)",
+        layer_rows.len()
+    );
+    println!(
+        "+--------------------------+------------------+------------------+------------------+"
+    );
+    println!(
+        "| layers                   | hard rows → hard | hard rows stopped| benign stopped   |"
+    );
+    println!(
+        "+--------------------------+------------------+------------------+------------------+"
+    );
+    for l in &layer_lines {
+        println!("{l}");
+    }
+    println!(
+        "+--------------------------+------------------+------------------+------------------+"
+    );
     for m in misses {
         println!("{m}");
     }

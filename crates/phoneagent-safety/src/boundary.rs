@@ -1,21 +1,122 @@
-//! Negated task boundaries (SPEC S4): "draft but don't send", "不要支付", "只加购物车，不要下单".
+//! Negated task boundaries (SPEC S4): "draft but don't send", "不要支付", "只看不买", "no payments
+//! please".
 //!
-//! A negation cue (lexicon category `negation`: 不要, 别, don't, without, …) followed within
-//! [`BOUNDARY_WINDOW_CHARS`] characters, with no clause punctuation between, by an irreversible
-//! object or commit phrase forbids that effect kind for the whole task. A tap, double tap or long
-//! press whose target (or OCR text) names a forbidden effect, or whose reason commits to one, is
-//! classified with reason `negated_task_boundary` and [`crate::decide`] blocks it with zero
-//! touches, in every access mode.
+//! A boundary is read as a small grammar, not a list of sentences:
+//!
+//! ```text
+//! boundary := NEGATOR  GAP  EFFECT
+//! NEGATOR  := lexicon category `negation`  (不要 别 不许 没让你 不(买|付|发…) / don't never no without …)
+//! GAP      := at most GAP_CJK_CHARS Chinese characters and at most one English word that is not
+//!             glue (modal, quantifier, pronoun, article, auxiliary: "any", "actually", "go
+//!             ahead and", "the", "to", "a"…), no clause punctuation, no scope break (category
+//!             `scope_break`: but, then, 然后, 而是)
+//! EFFECT   := an irreversible object, a commit phrase or a task effect verb, with its kind
+//! ```
+//!
+//! Benign look-alikes are masked first, so "别忘了发送" and "don't forget to send it" are not
+//! boundaries (they ask for the send). A tap, double tap or long press whose target (or screen
+//! reading) names a forbidden effect, or whose reason commits to one, is classified with reason
+//! `negated_task_boundary` and [`crate::decide`] blocks it with zero touches, in every access
+//! mode.
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{EffectKind, mask, near};
+use crate::classify::{EffectKind, is_clause_break, mask};
 use crate::lexicon::{Category, Hit, Lexicon};
 use crate::normalize::normalize;
 
-/// Maximum distance, in characters, from the end of a negation cue to the forbidden object
-/// ("do not place the order": 10 characters between "not" and "order").
-pub const BOUNDARY_WINDOW_CHARS: usize = 16;
+/// Maximum distance, in characters, from the end of a negation cue to the forbidden effect
+/// ("do not actually go ahead and place the order").
+pub const BOUNDARY_WINDOW_CHARS: usize = 28;
+
+/// Most Chinese characters between a negation cue and its effect ("不要在任何情况下付款": 6).
+pub const GAP_CJK_CHARS: usize = 8;
+
+/// English glue words allowed between a negation cue and its effect (modals, quantifiers,
+/// pronouns, articles, auxiliaries and the commit verbs "make"/"place"/"go ahead").
+pub const GAP_GLUE_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "any",
+    "anything",
+    "something",
+    "to",
+    "it",
+    "this",
+    "that",
+    "these",
+    "those",
+    "them",
+    "him",
+    "her",
+    "my",
+    "your",
+    "our",
+    "their",
+    "me",
+    "us",
+    "you",
+    "i",
+    "we",
+    "actually",
+    "really",
+    "ever",
+    "even",
+    "just",
+    "yet",
+    "again",
+    "also",
+    "please",
+    "need",
+    "needs",
+    "want",
+    "wants",
+    "try",
+    "trying",
+    "be",
+    "been",
+    "able",
+    "allowed",
+    "permitted",
+    "have",
+    "has",
+    "going",
+    "gonna",
+    "more",
+    "single",
+    "real",
+    "one",
+    "of",
+    "for",
+    "with",
+    "from",
+    "on",
+    "in",
+    "at",
+    "do",
+    "does",
+    "make",
+    "made",
+    "making",
+    "place",
+    "go",
+    "ahead",
+    "and",
+    "accidentally",
+    "automatically",
+    "yourself",
+    "behalf",
+    "new",
+    "extra",
+    "further",
+    "other",
+    "anymore",
+    "all",
+    "let",
+    "lets",
+    "get",
+];
 
 /// One forbidden effect of a task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,27 +136,59 @@ pub struct BoundarySet {
     pub boundaries: Vec<Boundary>,
 }
 
-/// (cue, object, kind) triples of negated objects in `text` (already normalized and masked).
-fn negated(lexicon: &Lexicon, text: &str) -> Vec<(Hit, Hit, EffectKind)> {
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}')
+}
+
+/// True when the gap text between a negation cue and an effect keeps the effect in the cue's
+/// scope (see the module docs).
+fn gap_in_scope(gap: &str, breaks: &[(usize, usize)], lo: usize) -> bool {
+    if gap.chars().count() > BOUNDARY_WINDOW_CHARS {
+        return false;
+    }
+    if gap.chars().any(is_clause_break) {
+        return false;
+    }
+    let hi = lo + gap.len();
+    if breaks.iter().any(|&(s, e)| s >= lo && e <= hi) {
+        return false;
+    }
+    if gap.chars().filter(|c| is_cjk(*c)).count() > GAP_CJK_CHARS {
+        return false;
+    }
+    let unknown = gap
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .filter(|w| !GAP_GLUE_WORDS.contains(&w.to_ascii_lowercase().as_str()))
+        .count();
+    unknown <= 1
+}
+
+/// (cue, effect, kind) triples of negated effects in `text` (already normalized and masked).
+pub(crate) fn negated(lexicon: &Lexicon, text: &str) -> Vec<(Hit, Hit, EffectKind)> {
     let cues = lexicon.hits(Category::Negation, text);
     if cues.is_empty() {
         return Vec::new();
     }
-    let mut objects = lexicon.hits(Category::IrreversibleObject, text);
-    objects.extend(lexicon.hits(Category::CommitPhrase, text));
-    objects.sort_by_key(|h| (h.start, h.end));
+    let mut effects = lexicon.hits(Category::IrreversibleObject, text);
+    effects.extend(lexicon.hits(Category::CommitPhrase, text));
+    effects.extend(lexicon.hits(Category::TaskEffect, text));
+    effects.sort_by_key(|h| (h.start, h.end));
+    let breaks: Vec<(usize, usize)> = lexicon
+        .hits(Category::ScopeBreak, text)
+        .into_iter()
+        .map(|h| (h.start, h.end))
+        .collect();
     let mut out = Vec::new();
     for n in &cues {
-        for o in &objects {
+        for o in &effects {
             if o.start < n.end {
                 continue;
             }
-            if !near(
-                text,
-                (n.start, n.end),
-                (o.start, o.end),
-                BOUNDARY_WINDOW_CHARS,
-            ) {
+            let Some(gap) = text.get(n.end..o.start) else {
+                continue;
+            };
+            if !gap_in_scope(gap, &breaks, n.end) {
                 continue;
             }
             if let Some(kind) = lexicon.entry(o.entry).spec.kind {
@@ -67,12 +200,16 @@ fn negated(lexicon: &Lexicon, text: &str) -> Vec<(Hit, Hit, EffectKind)> {
 }
 
 impl BoundarySet {
-    /// Parse the negated boundaries of `task` with `lexicon`'s negation cues and objects.
+    /// Parse the negated boundaries of `task` with `lexicon`'s negation cues and effects.
     pub fn parse(lexicon: &Lexicon, task: &str) -> Self {
         let text = mask(lexicon, &normalize(task));
+        Self::parse_normalized(lexicon, &text)
+    }
+
+    pub(crate) fn parse_normalized(lexicon: &Lexicon, text: &str) -> Self {
         let mut set = Self::default();
-        for (n, o, kind) in negated(lexicon, &text) {
-            if set.forbids(kind).is_some() {
+        for (n, o, kind) in negated(lexicon, text) {
+            if set.boundaries.iter().any(|b| b.kind == kind) {
                 continue;
             }
             set.boundaries.push(Boundary {
@@ -89,9 +226,15 @@ impl BoundarySet {
         self.boundaries.is_empty()
     }
 
-    /// The boundary forbidding `kind`, if any.
+    /// The boundary forbidding `kind`, if any: one naming `kind` itself, else one whose kind
+    /// implies it ([`EffectKind::implies`]: "don't buy anything" forbids placing an order and
+    /// paying too).
     pub fn forbids(&self, kind: EffectKind) -> Option<&Boundary> {
-        self.boundaries.iter().find(|b| b.kind == kind)
+        self.boundaries.iter().find(|b| b.kind == kind).or_else(|| {
+            self.boundaries
+                .iter()
+                .find(|b| b.kind.implies().contains(&kind))
+        })
     }
 
     /// The forbidden kinds.
@@ -108,8 +251,13 @@ pub(crate) fn strip_negated(lexicon: &Lexicon, text: &str) -> String {
         .into_iter()
         .map(|(n, o, _)| (n.start, o.end))
         .collect();
+    blank(&text, &spans)
+}
+
+/// `text` with every byte span in `spans` replaced by one space per character.
+pub(crate) fn blank(text: &str, spans: &[(usize, usize)]) -> String {
     if spans.is_empty() {
-        return text;
+        return text.to_string();
     }
     text.char_indices()
         .map(|(i, ch)| {

@@ -12,6 +12,7 @@ use crate::input::{GateInput, Tool};
 use crate::lexicon::{Category, Hit, Lexicon};
 use crate::normalize::normalize;
 use crate::redact::redact_text;
+use crate::task::TaskAnalysis;
 
 pub use crate::lexicon::EffectKind;
 
@@ -38,13 +39,27 @@ pub enum ReasonCode {
     PaymentAppLaunch,
     /// A commit phrase, or a commit verb next to an irreversible object → hard.
     CommitIrreversible,
+    /// The affirmative or primary button of a dialog whose title/body names an irreversible
+    /// effect or says it cannot be undone ("取消订单？此操作无法撤销" + "Yes") → hard (SPEC S10).
+    DialogConfirm,
     /// An irreversible object without a commit verb ("删除", "支付方式") → soft.
     IrreversibleObject,
     /// A tap/long-press target (or a type_text field description) in the credential/OTP
     /// domain → hard.
     CredentialTarget,
+    /// The shape of a commitment — a commit-like verb with an object the lexicons do not know,
+    /// a money amount, the primary button of a dialog they cannot read, a destructive colour —
+    /// → `reviewer` tier (SPEC S3 "shape of a commitment").
+    CommitmentShape,
+    /// Something is drawn under the tap point but cannot be read (an icon), on a screen where an
+    /// irreversible effect is plausible (compose screen, checkout, danger zone, a task
+    /// boundary) → `reviewer` tier, for the isolated visual reviewer (SPEC S11).
+    UnreadableTarget,
     /// Another policy-word hit → soft.
     PolicyWord,
+    /// A touch with no target description, no reason, no OCR text and no screen reading: the
+    /// call carries no evidence of safety → soft (the reviewer looks at it in reviewer mode).
+    NoTargetEvidence,
     /// The built-in lexicons could not be loaded; the gate fails closed → hard.
     LexiconUnavailable,
 }
@@ -59,6 +74,10 @@ impl ReasonCode {
             Self::CredentialText => "credential_text",
             Self::PaymentAppLaunch => "payment_app_launch",
             Self::CommitIrreversible => "commit_irreversible",
+            Self::DialogConfirm => "dialog_confirm",
+            Self::CommitmentShape => "commitment_shape",
+            Self::UnreadableTarget => "unreadable_target",
+            Self::NoTargetEvidence => "no_target_evidence",
             Self::IrreversibleObject => "irreversible_object",
             Self::CredentialTarget => "credential_target",
             Self::PolicyWord => "policy_word",
@@ -87,6 +106,15 @@ pub enum Source {
     Reason,
     /// OCR text around the target.
     Ocr,
+    /// The screen reading's text under the tap point (`screen.target_text`) or its look
+    /// (`target_style`, `target_unreadable`) (SPEC S10).
+    ScreenTarget,
+    /// The dialog the target sits in: title and body (SPEC S10).
+    ScreenDialog,
+    /// Screen-level context: page title, button row, other screen lines (SPEC S10).
+    ScreenContext,
+    /// The focused field's label (`screen.field_label`, for `type_text`).
+    ScreenField,
     /// The user's task (negated boundaries).
     Task,
     /// The gate itself (lexicons unavailable).
@@ -114,15 +142,53 @@ pub struct Reason {
     pub entry: Option<String>,
 }
 
+/// Whether the task authorizes the hard effects of a call (SPEC S12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(tag = "authorization", rename_all = "snake_case")]
+pub enum Authorization {
+    /// The call is not hard: there is nothing to authorize.
+    #[default]
+    NotNeeded,
+    /// Every hard reason names an effect kind and the task authorizes each of them.
+    Authorized,
+    /// A hard effect the task does not authorize.
+    NotAuthorized {
+        /// The hard effect kinds the task does not authorize.
+        kinds: Vec<EffectKind>,
+    },
+    /// A hard reason names no effect kind (self-declared `sensitive`, a dialog that only says
+    /// "cannot be undone", the gate unavailable): no task can authorize an unknown effect.
+    UnknownKind,
+}
+
 /// The result of classifying one call: the tier (maximum over its reasons, `none` when there
-/// are none) and the reasons in rule order (SPEC S3, S9).
+/// are none), the reasons in rule order (SPEC S3, S9), the effects and whether the task
+/// authorizes them (SPEC S12), and the screen-level findings (SPEC S10, S11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Classification {
-    /// The tier: `none`, `soft` or `hard`. (`reviewer` is the effective tier of a soft call in
-    /// reviewer mode, set by [`crate::decide`], never by classification.)
+    /// The tier: `none`, `soft`, `reviewer` (a commitment shape or an unreadable target on a
+    /// high-stakes screen) or `hard`.
     pub tier: RiskTier,
     /// Why, in the order of the S3 rules.
     pub reasons: Vec<Reason>,
+    /// The effect kinds of the hard reasons (credential reasons count as
+    /// [`EffectKind::Credential`]), sorted, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<EffectKind>,
+    /// Whether the task authorizes those effects (SPEC S12): [`crate::decide`] lets
+    /// `confirm_irreversible=true` run a hard call only when it does.
+    #[serde(default)]
+    pub authorization: Authorization,
+    /// Effects the screen makes plausible (a compose screen → send, a checkout → payment, a
+    /// danger zone → delete) plus the effects the task forbids, when a screen reading was
+    /// given (SPEC S10). Data for the visual reviewer; never raises the tier by itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plausible_effects: Vec<EffectKind>,
+    /// The target cannot be read and an irreversible effect is plausible: the runtime must ask
+    /// the isolated visual reviewer (SPEC S11); [`crate::decide`] returns
+    /// [`crate::Decision::VisualReview`] (or asks the person in `hard` mode).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub visual_review: bool,
 }
 
 impl Classification {
@@ -144,7 +210,18 @@ impl Classification {
             .or_else(|| self.reasons.first())
     }
 
-    fn push(&mut self, r: Reason) {
+    /// The effect kind a reason stands for: its `kind`, or [`EffectKind::Credential`] for the
+    /// credential reasons.
+    pub fn effect_of(r: &Reason) -> Option<EffectKind> {
+        match r.code {
+            ReasonCode::PasswordField
+            | ReasonCode::CredentialText
+            | ReasonCode::CredentialTarget => Some(EffectKind::Credential),
+            _ => r.kind,
+        }
+    }
+
+    pub(crate) fn push(&mut self, r: Reason) {
         let dup = self.reasons.iter().any(|o| {
             o.code == r.code && o.source == r.source && o.evidence == r.evidence && o.kind == r.kind
         });
@@ -154,8 +231,41 @@ impl Classification {
         }
     }
 
-    fn finish(mut self) -> Self {
+    fn finish(mut self, task: &TaskAnalysis) -> Self {
         self.reasons.sort_by_key(|r| (r.code, r.source));
+        let hard: Vec<&Reason> = self
+            .reasons
+            .iter()
+            .filter(|r| r.tier == RiskTier::Hard)
+            .collect();
+        let mut effects: Vec<EffectKind> = hard.iter().filter_map(|r| Self::effect_of(r)).collect();
+        effects.sort();
+        effects.dedup();
+        // A self-declared `sensitive` next to a named effect adds no unknown: the named effect
+        // is what the call does. Alone, it is an effect of unknown kind.
+        let unknown = hard.iter().any(|r| {
+            Self::effect_of(r).is_none()
+                && (r.code != ReasonCode::SelfDeclaredSensitive || effects.is_empty())
+        });
+        self.authorization = if self.tier < RiskTier::Hard {
+            Authorization::NotNeeded
+        } else if unknown {
+            Authorization::UnknownKind
+        } else {
+            let kinds: Vec<EffectKind> = effects
+                .iter()
+                .copied()
+                .filter(|k| !task.authorizes(*k))
+                .collect();
+            if kinds.is_empty() {
+                Authorization::Authorized
+            } else {
+                Authorization::NotAuthorized { kinds }
+            }
+        };
+        self.effects = effects;
+        self.plausible_effects.sort();
+        self.plausible_effects.dedup();
         self
     }
 }
@@ -215,7 +325,7 @@ pub(crate) fn near(text: &str, a: (usize, usize), b: (usize, usize), max: usize)
     true
 }
 
-fn evidence(s: &str) -> String {
+pub(crate) fn evidence(s: &str) -> String {
     let red = redact_text(s);
     let t = red.trim();
     if t.chars().count() <= EVIDENCE_MAX_CHARS {
@@ -230,6 +340,30 @@ fn evidence(s: &str) -> String {
 fn builtin_gate() -> &'static std::result::Result<Gate, String> {
     static GATE: OnceLock<std::result::Result<Gate, String>> = OnceLock::new();
     GATE.get_or_init(|| Gate::builtin().map_err(|e| e.to_string()))
+}
+
+/// The process-wide built-in gate, when its lexicons loaded.
+pub(crate) fn builtin() -> Option<&'static Gate> {
+    builtin_gate().as_ref().ok()
+}
+
+/// Which classification layers run; all on by default. Switching one off is for measuring what
+/// each layer contributes (the corpus benchmark), never for production use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layers {
+    /// The commitment-shape rule (`commitment_shape`).
+    pub shape: bool,
+    /// The screen reading (`input.screen`) as a source.
+    pub screen: bool,
+}
+
+impl Default for Layers {
+    fn default() -> Self {
+        Self {
+            shape: true,
+            screen: true,
+        }
+    }
 }
 
 /// Classify one call with the built-in lexicons (see [`Gate::classify`]). The lexicons are
@@ -249,6 +383,7 @@ pub fn classify(input: &GateInput) -> Classification {
                     kind: None,
                     entry: None,
                 });
+                c.authorization = Authorization::UnknownKind;
             }
             c
         }
@@ -290,19 +425,23 @@ impl Gate {
         BoundarySet::parse(&self.lexicon, task)
     }
 
-    /// Classify one call (SPEC S2, S3, S4). Parses the boundaries of `input.task`; when many
-    /// calls share a task, parse once with [`Gate::boundaries`] and use
-    /// [`Gate::classify_with`].
+    /// Classify one call (SPEC S2, S3, S4, S10, S12). Analyzes `input.task`; when many calls
+    /// share a task, analyze once with [`Gate::analyze_task`] and use [`Gate::classify_with`].
     pub fn classify(&self, input: &GateInput) -> Classification {
-        let boundaries = input
+        let task = input
             .task
             .as_deref()
-            .map(|t| self.boundaries(t))
+            .map(|t| self.analyze_task(t))
             .unwrap_or_default();
-        self.classify_with(input, &boundaries)
+        self.classify_with(input, &task)
     }
 
-    /// Classify one call against already parsed task boundaries.
+    /// Classify one call against an already analyzed task, with every layer on.
+    pub fn classify_with(&self, input: &GateInput, task: &TaskAnalysis) -> Classification {
+        self.classify_layers(input, task, Layers::default())
+    }
+
+    /// Classify one call against an already analyzed task with the given layers.
     ///
     /// Rules, in the order of SPEC S3 (every text source is classified on its own; the tier is
     /// the maximum, so no source can lower what another found):
@@ -318,8 +457,22 @@ impl Gate {
     ///    phrase or commit verb next to an irreversible object → hard `commit_irreversible`;
     ///    bare object → soft `irreversible_object`; credential words → hard
     ///    `credential_target`; other policy words → soft `policy_word`; an effect the task
-    ///    forbids → hard `negated_task_boundary` (S4).
-    pub fn classify_with(&self, input: &GateInput, boundaries: &BoundarySet) -> Classification {
+    ///    forbids → hard `negated_task_boundary` (S4); a commit-like target whose object the
+    ///    lexicons do not know → `reviewer` `commitment_shape`; no text at all → soft
+    ///    `no_target_evidence`;
+    /// 6. the screen reading, when given (S10, S11, see `screen.rs`): the text under the tap
+    ///    point as a source; a bare 确定/OK in a dialog read with the dialog's title and body
+    ///    (`dialog_confirm`); screen context as `plausible_effects`; an unreadable target on a
+    ///    high-stakes screen → `reviewer` `unreadable_target` with `visual_review`.
+    ///
+    /// Finally the hard reasons' effect kinds are checked against the task (S12).
+    pub fn classify_layers(
+        &self,
+        input: &GateInput,
+        task: &TaskAnalysis,
+        layers: Layers,
+    ) -> Classification {
+        let boundaries = &task.forbidden;
         let mut c = Classification::default();
         if !input.tool.is_gated() {
             return c;
@@ -345,9 +498,35 @@ impl Gate {
         match input.tool {
             Tool::TypeText => self.type_text(input, &sources, &mut c),
             Tool::LaunchApp => self.launch_app(input, &sources, &mut c),
-            _ => self.touch(&sources, boundaries, &mut c),
+            _ => {
+                self.touch(&sources, boundaries, &mut c);
+                if layers.shape {
+                    if let Some(text) = input.target_description.as_deref() {
+                        self.shape(Source::TargetDescription, text, &mut c);
+                    }
+                }
+                let no_text = sources
+                    .iter()
+                    .all(|(_, t)| t.is_none_or(|t| t.trim().is_empty()));
+                let no_screen = !layers.screen || input.screen.is_none();
+                if no_text && no_screen && c.tier < RiskTier::Soft {
+                    c.push(Reason {
+                        code: ReasonCode::NoTargetEvidence,
+                        tier: RiskTier::Soft,
+                        source: Source::Gate,
+                        evidence: "no target description, reason or screen reading".into(),
+                        kind: None,
+                        entry: None,
+                    });
+                }
+            }
         }
-        c.finish()
+        if layers.screen {
+            if let Some(screen) = input.screen.as_ref() {
+                self.screen(input, screen, task, layers, &mut c);
+            }
+        }
+        c.finish(task)
     }
 
     fn type_text(
@@ -479,7 +658,7 @@ impl Gate {
         }
     }
 
-    fn touch(
+    pub(crate) fn touch(
         &self,
         sources: &[(Source, Option<&str>)],
         boundaries: &BoundarySet,
@@ -677,7 +856,7 @@ pub(crate) fn mask(lexicon: &Lexicon, norm: &str) -> String {
         .collect()
 }
 
-fn reason(
+pub(crate) fn reason(
     code: ReasonCode,
     tier: RiskTier,
     source: Source,

@@ -3,7 +3,7 @@
 use phoneagent_protocol::{AccessMode, RiskTier};
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{Classification, Gate};
+use crate::classify::{Authorization, Classification, Gate};
 use crate::input::GateInput;
 use crate::receipt::WarningReceipt;
 
@@ -17,6 +17,18 @@ pub enum ApprovalRoute {
     AutoReviewer,
 }
 
+/// Options of [`decide_with`] / [`Gate::evaluate_with`]. The default is the safe behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GateOptions {
+    /// Source 000's plain `wary`: in `wary` and `reviewer` modes a model's
+    /// `confirm_irreversible=true` runs every hard call, whatever the task asked for. Off by
+    /// default: then `confirm_irreversible=true` runs only a hard effect whose kind the task
+    /// authorizes, and any other irreversible effect goes to the person (SPEC S12). Documented
+    /// in `docs/safety.md` § Task authorization.
+    #[serde(default)]
+    pub plain_wary: bool,
+}
+
 /// Why a call was allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -25,7 +37,8 @@ pub enum AllowBasis {
     NotGated,
     /// Access mode `off`.
     ModeOff,
-    /// Wary/reviewer and the model re-sent with `confirm_irreversible=true` (SPEC S6).
+    /// Wary/reviewer and the model re-sent with `confirm_irreversible=true`, and the task
+    /// authorizes the effect (or `plain_wary` is on) (SPEC S6, S12).
     ConfirmedIrreversible,
     /// The tier does not stop the call in this mode (none; soft outside reviewer mode).
     BelowThreshold,
@@ -45,8 +58,17 @@ pub enum Decision {
         /// The receipt (render with a language).
         receipt: WarningReceipt,
     },
-    /// Reviewer mode, soft tier: ask the reversibility reviewer (SPEC S7); its verdict decides.
+    /// Reviewer mode, soft or `reviewer` tier: ask the reversibility reviewer (SPEC S7); its
+    /// verdict decides.
     Review,
+    /// The target cannot be read and an irreversible effect is plausible (SPEC S11): ask the
+    /// isolated visual reviewer (screenshot with the tap point marked and a crop, never the
+    /// conversation). When no visual reviewer is configured, it fails, or it judges the control
+    /// irreversible, the call goes to `fallback` (fail closed, SPEC S7).
+    VisualReview {
+        /// Who decides when the visual reviewer cannot clear the call.
+        fallback: ApprovalRoute,
+    },
     /// Hard mode / approve-for-me, hard tier: interrupt and wait for approval.
     NeedsApproval {
         /// Who approves.
@@ -60,12 +82,14 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// Stable name (`allow`, `warn`, `review`, `needs_approval`, `blocked_by_task_boundary`).
+    /// Stable name (`allow`, `warn`, `review`, `visual_review`, `needs_approval`,
+    /// `blocked_by_task_boundary`).
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Allow { .. } => "allow",
             Self::Warn { .. } => "warn",
             Self::Review => "review",
+            Self::VisualReview { .. } => "visual_review",
             Self::NeedsApproval { .. } => "needs_approval",
             Self::BlockedByTaskBoundary { .. } => "blocked_by_task_boundary",
         }
@@ -96,18 +120,38 @@ impl GateDecision {
     }
 }
 
-/// Decide what happens to a classified call (SPEC S1, S4, S6, AR1). In order:
+/// [`decide_with`] with the default [`GateOptions`].
+pub fn decide(mode: AccessMode, input: &GateInput, c: &Classification) -> GateDecision {
+    decide_with(mode, input, c, GateOptions::default())
+}
+
+/// Decide what happens to a classified call (SPEC S1, S4, S6, S11, S12, AR1). In order:
 /// 1. not an executing tool → allow (`not_gated`);
 /// 2. a negated task boundary → `blocked_by_task_boundary`, in every mode — including `off`
-///    and with `confirm_irreversible=true` — because it is the user's own explicit instruction,
-///    not a heuristic;
+///    and with `confirm_irreversible=true` — because it is the user's own explicit instruction;
 /// 3. `off` → allow;
-/// 4. `wary` / `reviewer`: `confirm_irreversible=true` is read first and the call runs, even with
-///    `sensitive=true` (S6); otherwise hard → warning receipt; soft → reviewer mode sends it to
-///    the reviewer, wary allows it; none → allow;
-/// 5. `hard` / `approve-for-me`: `confirm_irreversible` is ignored; hard → needs approval by the
-///    human / the auto-reviewer; soft and none → allow.
-pub fn decide(mode: AccessMode, input: &GateInput, c: &Classification) -> GateDecision {
+/// 4. hard tier:
+///    * `wary` / `reviewer`: without `confirm_irreversible` → warning receipt; with it → run
+///      only when the task authorizes every hard effect ([`Authorization::Authorized`]) or
+///      `plain_wary` is on, else the person (`needs_approval`, route human);
+///    * `hard` → the person;
+///    * `approve-for-me` → the auto-reviewer when the task authorizes the effect, else the
+///      person (a hard effect the task did not ask for is never auto-allowed);
+/// 5. an unreadable target on a high-stakes screen ([`Classification::visual_review`]):
+///    `hard` → the person; `wary`, `reviewer`, `approve-for-me` → `visual_review` with the
+///    person as fallback;
+/// 6. `reviewer` tier (a commitment shape): `hard` → the person; `reviewer` → the reviewer;
+///    `approve-for-me` → the auto-reviewer; `wary` → warning receipt (a confirmation of an
+///    effect of unknown kind then goes to the person, by rule 4);
+/// 7. soft tier: `reviewer` mode → the reviewer (`confirm_irreversible` does not skip it);
+///    otherwise allow;
+/// 8. none → allow.
+pub fn decide_with(
+    mode: AccessMode,
+    input: &GateInput,
+    c: &Classification,
+    opts: GateOptions,
+) -> GateDecision {
     let out = |tier: RiskTier, decision: Decision| GateDecision {
         mode,
         classified_tier: c.tier,
@@ -126,47 +170,80 @@ pub fn decide(mode: AccessMode, input: &GateInput, c: &Classification) -> GateDe
         return out(c.tier, Decision::BlockedByTaskBoundary { receipt });
     }
     let allow = |basis| Decision::Allow { basis };
-    match mode {
-        AccessMode::Off => out(c.tier, allow(AllowBasis::ModeOff)),
-        AccessMode::Wary | AccessMode::Reviewer => {
-            if input.confirm_irreversible {
-                return out(c.tier, allow(AllowBasis::ConfirmedIrreversible));
-            }
-            match c.tier {
-                RiskTier::Hard => out(
-                    RiskTier::Hard,
-                    Decision::Warn {
-                        receipt: WarningReceipt::from_classification(input, c),
-                    },
-                ),
-                RiskTier::Soft | RiskTier::Reviewer if mode == AccessMode::Reviewer => {
-                    out(RiskTier::Reviewer, Decision::Review)
-                }
-                t => out(t, allow(AllowBasis::BelowThreshold)),
-            }
-        }
-        AccessMode::Hard | AccessMode::ApproveForMe => match c.tier {
-            RiskTier::Hard => out(
-                RiskTier::Hard,
-                Decision::NeedsApproval {
-                    route: if mode == AccessMode::Hard {
-                        ApprovalRoute::Human
+    let human = Decision::NeedsApproval {
+        route: ApprovalRoute::Human,
+    };
+    let warn = || Decision::Warn {
+        receipt: WarningReceipt::from_classification(input, c),
+    };
+    if mode == AccessMode::Off {
+        return out(c.tier, allow(AllowBasis::ModeOff));
+    }
+    match c.tier {
+        RiskTier::Hard => {
+            let authorized = c.authorization == Authorization::Authorized;
+            let d = match mode {
+                AccessMode::Wary | AccessMode::Reviewer => {
+                    if !input.confirm_irreversible {
+                        warn()
+                    } else if authorized || opts.plain_wary {
+                        allow(AllowBasis::ConfirmedIrreversible)
                     } else {
-                        ApprovalRoute::AutoReviewer
-                    },
+                        human
+                    }
+                }
+                AccessMode::ApproveForMe if authorized => Decision::NeedsApproval {
+                    route: ApprovalRoute::AutoReviewer,
                 },
-            ),
-            t => out(t, allow(AllowBasis::BelowThreshold)),
-        },
+                _ => human,
+            };
+            out(RiskTier::Hard, d)
+        }
+        RiskTier::Reviewer if c.visual_review => {
+            let d = match mode {
+                AccessMode::Hard => human,
+                _ => Decision::VisualReview {
+                    fallback: ApprovalRoute::Human,
+                },
+            };
+            out(RiskTier::Reviewer, d)
+        }
+        RiskTier::Reviewer => {
+            let d = match mode {
+                AccessMode::Hard => human,
+                AccessMode::Reviewer => Decision::Review,
+                AccessMode::ApproveForMe => Decision::NeedsApproval {
+                    route: ApprovalRoute::AutoReviewer,
+                },
+                _ if input.confirm_irreversible && opts.plain_wary => {
+                    allow(AllowBasis::ConfirmedIrreversible)
+                }
+                _ if input.confirm_irreversible => human,
+                _ => warn(),
+            };
+            out(RiskTier::Reviewer, d)
+        }
+        RiskTier::Soft if mode == AccessMode::Reviewer => out(RiskTier::Reviewer, Decision::Review),
+        t => out(t, allow(AllowBasis::BelowThreshold)),
     }
 }
 
 impl Gate {
-    /// Classify and decide in one call: the classification (for the audit event's reasons) and
-    /// the decision.
+    /// Classify and decide in one call with the default options: the classification (for the
+    /// audit event's reasons) and the decision.
     pub fn evaluate(&self, mode: AccessMode, input: &GateInput) -> (Classification, GateDecision) {
+        self.evaluate_with(mode, input, GateOptions::default())
+    }
+
+    /// Classify and decide in one call with `opts` (e.g. `plain_wary`).
+    pub fn evaluate_with(
+        &self,
+        mode: AccessMode,
+        input: &GateInput,
+        opts: GateOptions,
+    ) -> (Classification, GateDecision) {
         let c = self.classify(input);
-        let d = decide(mode, input, &c);
+        let d = decide_with(mode, input, &c, opts);
         (c, d)
     }
 }

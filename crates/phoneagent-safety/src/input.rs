@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use phoneagent_protocol::{Action, ActionKind};
+use phoneagent_protocol::{Action, ActionKind, ScreenReading};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -192,6 +192,11 @@ pub struct GateInput {
     /// (SPEC S3 "beyond the sources"). It can only raise the tier.
     #[serde(default)]
     pub ocr_text: Option<String>,
+    /// The gate's own reading of the planning frame around the target (SPEC S10, S11), when
+    /// the runtime has a screen reader. Every text in it is a classification source that can
+    /// only raise the tier; see `docs/safety.md` § Screen reading.
+    #[serde(default)]
+    pub screen: Option<ScreenReading>,
 }
 
 impl GateInput {
@@ -207,12 +212,14 @@ impl GateInput {
             confirm_irreversible: false,
             target_is_password_field: None,
             ocr_text: None,
+            screen: None,
         }
     }
 
     /// The gate input of a parsed model action under `task`: tool, target description, typed
     /// text or app name, reason and both flags. Password-field knowledge and OCR text are for the
-    /// caller to add.
+    /// caller to add
+    /// (`screen`: the runtime's screen reading, SPEC S10).
     pub fn from_action(action: &Action, task: Option<&str>) -> Self {
         let text = match &action.kind {
             ActionKind::Type { text } => Some(text.clone()),
@@ -229,6 +236,7 @@ impl GateInput {
             confirm_irreversible: action.confirm_irreversible,
             target_is_password_field: None,
             ocr_text: None,
+            screen: None,
         }
     }
 
@@ -253,6 +261,12 @@ impl GateInput {
     /// Builder: set the task.
     pub fn with_task(mut self, s: impl Into<String>) -> Self {
         self.task = Some(s.into());
+        self
+    }
+
+    /// Builder: set the screen reading (SPEC S10).
+    pub fn with_screen(mut self, screen: ScreenReading) -> Self {
+        self.screen = Some(screen);
         self
     }
 }

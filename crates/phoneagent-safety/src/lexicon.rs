@@ -18,8 +18,8 @@
 //! typed text but not in tap targets); `note = "…"`. When a pattern has a capture group named
 //! `m`, only that group is the evidence (so a pattern can look at a neighbouring character, e.g.
 //! `(?:^|[^0-9])(?<m>1[3-9][0-9]{9})(?:[^0-9]|$)`, without reporting it). Text is normalized before
-//! matching (full-width to half-width, invisible characters removed, whitespace collapsed),
-//! examples too. Prefer `[0-9]` to `\d`: the Unicode `\d` class makes patterns slow to compile.
+//! matching (NFKC, invisible characters removed, confusables folded, Traditional → Simplified,
+//! spaces inside words removed; see `docs/safety.md` § Normalization), examples too. Prefer `[0-9]` to `\d`: the Unicode `\d` class makes patterns slow to compile.
 //!
 //! The built-in lexicons live in `crates/phoneagent-safety/lexicons/*.toml` and are embedded in
 //! the binary; [`Lexicon::extend`] merges a user file over them.
@@ -63,9 +63,41 @@ pub enum Category {
     Benign,
     /// Negation cues of task boundaries ("不要", "别", "don't", "without") (SPEC S4).
     Negation,
+    /// Words that end the scope of a negation cue ("but", "then", "然后", "而是"): "don't just
+    /// look but buy it" forbids nothing (SPEC S4).
+    ScopeBreak,
+    /// Effect verbs as a task states them ("买", "发给", "reply", "top up"), with a `kind`: the
+    /// task authorizes that kind (SPEC S12) unless negated (SPEC S4). Read in tasks only.
+    TaskEffect,
+    /// A bare affirmative control label ("确定", "OK", "Yes", "继续", "允许"): in a dialog it
+    /// takes its meaning from the dialog's title and body (SPEC S10).
+    Affirmative,
+    /// A dismissive control label ("取消", "Cancel", "Not now"): the dialog's text says nothing
+    /// about what the tap does (SPEC S10).
+    Dismiss,
+    /// "This cannot be undone" markers ("无法撤销", "cannot be undone", "permanently"): the
+    /// affirmative button of a dialog that says so is hard (SPEC S10).
+    Irreversibility,
+    /// Screen-level context that makes an effect plausible, with a `kind`: a compose screen
+    /// (收件人, Subject) → send, a checkout (实付, Order total) → payment, a danger zone → delete
+    /// (SPEC S10, S11). Never raises a tier by itself.
+    ScreenContext,
+    /// The shape of a commitment: a money amount or a commit-like verb ("¥25/月", "$9.99",
+    /// "确认", "Submit"). A target with that shape whose object the lexicons do not know is at
+    /// least `reviewer` tier (`commitment_shape`, SPEC S3).
+    CommitShape,
 }
 
 impl Category {
+    /// True for the categories whose entries need a `kind`: commit phrases, irreversible
+    /// objects, task effects and screen context.
+    pub fn needs_kind(self) -> bool {
+        matches!(
+            self,
+            Self::CommitPhrase | Self::IrreversibleObject | Self::TaskEffect | Self::ScreenContext
+        )
+    }
+
     /// The snake_case name used in lexicon files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -78,85 +110,18 @@ impl Category {
             Self::PolicyWord => "policy_word",
             Self::Benign => "benign",
             Self::Negation => "negation",
+            Self::ScopeBreak => "scope_break",
+            Self::TaskEffect => "task_effect",
+            Self::Affirmative => "affirmative",
+            Self::Dismiss => "dismiss",
+            Self::Irreversibility => "irreversibility",
+            Self::ScreenContext => "screen_context",
+            Self::CommitShape => "commit_shape",
         }
     }
 }
 
-/// The irreversible effect a commit or object points at; named in receipts and boundaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EffectKind {
-    /// Paying (支付/付款, pay, checkout).
-    Payment,
-    /// Placing an order (下单/订单, order).
-    Order,
-    /// Buying, subscribing, topping up (购买/订阅/充值).
-    Purchase,
-    /// Moving money (转账/汇款/提现, transfer).
-    Transfer,
-    /// Deleting, clearing, uninstalling, closing an account (删除/清空/注销).
-    Delete,
-    /// Sending a message or mail (发送, send).
-    Send,
-    /// Publishing or posting (发布/发表, publish/post).
-    Publish,
-    /// Installing an app (安装, install).
-    Install,
-    /// Granting a permission (允许/授权, allow/grant).
-    Permission,
-    /// Submitting a form (提交, submit).
-    Submit,
-}
-
-impl EffectKind {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Payment => "payment",
-            Self::Order => "order",
-            Self::Purchase => "purchase",
-            Self::Transfer => "transfer",
-            Self::Delete => "delete",
-            Self::Send => "send",
-            Self::Publish => "publish",
-            Self::Install => "install",
-            Self::Permission => "permission",
-            Self::Submit => "submit",
-        }
-    }
-
-    /// Short Chinese name (支付, 下单, …) used in receipts.
-    pub fn zh(self) -> &'static str {
-        match self {
-            Self::Payment => "支付",
-            Self::Order => "下单",
-            Self::Purchase => "购买",
-            Self::Transfer => "转账",
-            Self::Delete => "删除",
-            Self::Send => "发送",
-            Self::Publish => "发布",
-            Self::Install => "安装",
-            Self::Permission => "授权",
-            Self::Submit => "提交",
-        }
-    }
-
-    /// Short English name (pay, place an order, …) used in receipts.
-    pub fn en(self) -> &'static str {
-        match self {
-            Self::Payment => "pay",
-            Self::Order => "place an order",
-            Self::Purchase => "buy",
-            Self::Transfer => "transfer money",
-            Self::Delete => "delete",
-            Self::Send => "send",
-            Self::Publish => "publish",
-            Self::Install => "install",
-            Self::Permission => "grant a permission",
-            Self::Submit => "submit",
-        }
-    }
-}
+pub use crate::effect::EffectKind;
 
 /// One lexicon entry as written in a file (see the module docs for the format).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +209,8 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("policy.toml", include_str!("../lexicons/policy.toml")),
     ("benign.toml", include_str!("../lexicons/benign.toml")),
     ("negation.toml", include_str!("../lexicons/negation.toml")),
+    ("task.toml", include_str!("../lexicons/task.toml")),
+    ("screen.toml", include_str!("../lexicons/screen.toml")),
 ];
 
 fn wrap(spec: &EntrySpec) -> String {
@@ -265,20 +232,18 @@ fn compile(spec: EntrySpec, origin: &str) -> Result<Entry> {
             "the id is empty; give every entry a unique id".into(),
         ));
     }
-    let needs_kind = matches!(
-        spec.category,
-        Category::CommitPhrase | Category::IrreversibleObject
-    );
+    let needs_kind = spec.category.needs_kind();
     match (needs_kind, spec.kind) {
         (true, None) => {
             return Err(entry_err(format!(
-                "category {} needs a `kind` (payment, order, purchase, transfer, delete, send, publish, install, permission or submit)",
-                spec.category.as_str()
+                "category {} needs a `kind` ({})",
+                spec.category.as_str(),
+                EffectKind::ALL.map(EffectKind::as_str).join(", ")
             )));
         }
         (false, Some(_)) => {
             return Err(entry_err(format!(
-                "`kind` is only used by commit_phrase and irreversible_object entries; remove it from this {} entry",
+                "`kind` is only used by commit_phrase, irreversible_object, task_effect and screen_context entries; remove it from this {} entry",
                 spec.category.as_str()
             )));
         }
@@ -553,6 +518,13 @@ mod tests {
             Category::PolicyWord,
             Category::Benign,
             Category::Negation,
+            Category::ScopeBreak,
+            Category::TaskEffect,
+            Category::Affirmative,
+            Category::Dismiss,
+            Category::Irreversibility,
+            Category::ScreenContext,
+            Category::CommitShape,
         ] {
             assert!(
                 lex.entries().any(|e| e.category == cat),

@@ -24,20 +24,29 @@
 pub mod boundary;
 mod classify;
 mod decide;
+mod effect;
 mod error;
 mod input;
 pub mod lexicon;
 mod normalize;
 pub mod receipt;
 pub mod redact;
+mod screen;
+mod task;
 
 pub use boundary::{Boundary, BoundarySet};
-pub use classify::{Classification, EffectKind, Gate, Reason, ReasonCode, Source, classify};
-pub use decide::{AllowBasis, ApprovalRoute, Decision, GateDecision, decide};
+pub use classify::{
+    Authorization, Classification, EffectKind, Gate, Layers, Reason, ReasonCode, Source, classify,
+};
+pub use decide::{
+    AllowBasis, ApprovalRoute, Decision, GateDecision, GateOptions, decide, decide_with,
+};
 pub use error::{Error, Result};
 pub use input::{GateInput, Lang, Tool};
 pub use lexicon::{Category, Lexicon};
+pub use normalize::normalize;
 pub use receipt::{ReceiptKind, WarningReceipt, console_notice};
 pub use redact::{redact_json, redact_json_text, redact_text};
+pub use task::{TASK_MAX_CHARS, TaskAnalysis, TaskRequest};
 
-pub use phoneagent_protocol::{AccessMode, RiskTier};
+pub use phoneagent_protocol::{AccessMode, RiskTier, ScreenReading};

@@ -139,6 +139,7 @@ pub fn receipt_target(input: &GateInput) -> Option<String> {
             .or_else(|| nonempty(&input.target_description))
             .map(|t| truncate(&t, APP_NAME_MAX_CHARS)),
         _ => nonempty(&input.target_description)
+            .or_else(|| input.screen.as_ref().and_then(|s| nonempty(&s.target_text)))
             .map(|t| truncate(&redact_text(&t), TARGET_MAX_CHARS)),
     }
 }
@@ -174,6 +175,7 @@ impl WarningReceipt {
     pub fn from_classification(input: &GateInput, c: &Classification) -> Self {
         let pick = [
             ReasonCode::CommitIrreversible,
+            ReasonCode::DialogConfirm,
             ReasonCode::PasswordField,
             ReasonCode::CredentialText,
             ReasonCode::CredentialTarget,
@@ -191,9 +193,12 @@ impl WarningReceipt {
             );
         };
         let kind = match r.code {
-            ReasonCode::CommitIrreversible | ReasonCode::IrreversibleObject => {
-                ReceiptKind::Commit { effect: r.kind }
-            }
+            ReasonCode::CommitIrreversible
+            | ReasonCode::IrreversibleObject
+            | ReasonCode::DialogConfirm
+            | ReasonCode::CommitmentShape
+            | ReasonCode::UnreadableTarget
+            | ReasonCode::NoTargetEvidence => ReceiptKind::Commit { effect: r.kind },
             ReasonCode::PasswordField
             | ReasonCode::CredentialText
             | ReasonCode::CredentialTarget => ReceiptKind::Credential,

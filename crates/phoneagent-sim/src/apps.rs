@@ -1,10 +1,13 @@
 //! The apps of the virtual phone: state (the "world"), scenes per screen, and what taps, swipes,
 //! keys and text do. Pure and deterministic: the only clock input is `tick(now)`, which makes
-//! the delayed coupon dialog appear.
+//! the delayed coupon dialog appear. The apps added for the hostile-model suite (chat, membership,
+//! wallet, cloud drive, the Traditional-Chinese shop and settings, notifications, the danger
+//! dialogs) live in `apps_more.rs` (state and actions) and `screens_more.rs` (scenes).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::apps_more::{MoreOverlay, MoreScreen, MoreState};
 use crate::error::{Result, SimError};
 use crate::render::{Align, Rect};
 use crate::truth::{GroundTruth, Mail, Order, OrderLine, SearchTruth, TypedText};
@@ -25,6 +28,19 @@ pub const SCENARIOS: &[&str] = &[
     "search",
     "login",
     "notice",
+    // apps_more.rs
+    "mail_draft",
+    "mail_compose_icon",
+    "chat",
+    "chat_info",
+    "subscription",
+    "wallet",
+    "cloud_drive",
+    "danger_dialog",
+    "cancel_order_dialog",
+    "tw_checkout",
+    "tw_settings",
+    "notifications",
 ];
 
 /// A product of the shop.
@@ -177,6 +193,7 @@ pub(crate) const FIELDS: &[(&str, bool, bool)] = &[
     ("mail.subject", true, false),
     ("mail.to", true, false),
     ("search.query", true, false),
+    ("chat.input", true, false),
 ];
 
 /// Screens.
@@ -196,6 +213,7 @@ pub(crate) enum Screen {
     Search,
     Login,
     Notice,
+    More(MoreScreen),
 }
 
 impl Screen {
@@ -215,6 +233,7 @@ impl Screen {
             Screen::Search => "search",
             Screen::Login => "login",
             Screen::Notice => "notice",
+            Screen::More(m) => m.name(),
         }
     }
 }
@@ -225,6 +244,7 @@ pub(crate) enum Overlay {
     CouponDialog,
     PaymentSheet,
     DeleteConfirm,
+    More(MoreOverlay),
 }
 
 impl Overlay {
@@ -233,6 +253,7 @@ impl Overlay {
             Overlay::CouponDialog => "coupon_dialog",
             Overlay::PaymentSheet => "payment_sheet",
             Overlay::DeleteConfirm => "delete_confirm",
+            Overlay::More(m) => m.name(),
         }
     }
 }
@@ -277,6 +298,8 @@ pub(crate) struct World {
     pub notice: Option<String>,
     pub injection_note: bool,
     pub last_mail: Option<usize>,
+    /// State of the apps in `apps_more.rs`.
+    pub more: MoreState,
 }
 
 /// A search result.
@@ -325,6 +348,7 @@ impl World {
             notice: None,
             injection_note: false,
             last_mail: None,
+            more: MoreState::default(),
         };
         match scenario {
             "" | "home" => {}
@@ -361,6 +385,7 @@ impl World {
             "search" => w.stack_to(&[Screen::Home], Screen::Search),
             "login" => w.stack_to(&[Screen::Home], Screen::Login),
             "notice" => w.stack_to(&[Screen::Home], Screen::Notice),
+            other if w.more_scenario(other) => {}
             other => {
                 return Err(SimError::UnknownScenario {
                     name: other.to_owned(),
@@ -371,7 +396,7 @@ impl World {
         Ok(w)
     }
 
-    fn stack_to(&mut self, stack: &[Screen], screen: Screen) {
+    pub(crate) fn stack_to(&mut self, stack: &[Screen], screen: Screen) {
         self.stack = stack.to_vec();
         self.screen = screen;
     }
@@ -444,7 +469,7 @@ impl World {
         self.screen = Screen::Home;
     }
 
-    fn take_compose(&mut self) -> Mail {
+    pub(crate) fn take_compose(&mut self) -> Mail {
         let mut take = |k: &str| {
             self.fields
                 .get_mut(k)
@@ -528,6 +553,9 @@ impl World {
             return;
         };
         let single = FIELDS.iter().any(|(id, single, _)| *id == f && *single);
+        if FIELDS.iter().any(|(id, _, pw)| *id == f && *pw) && !s.is_empty() {
+            self.more.password_entries += 1;
+        }
         if let Some(t) = self.fields.get_mut(f) {
             if single {
                 t.extend(s.chars().filter(|c| *c != '\n' && *c != '\r'));
@@ -546,7 +574,7 @@ impl World {
         }
     }
 
-    fn field(&self, id: &str) -> &str {
+    pub(crate) fn field(&self, id: &str) -> &str {
         self.fields.get(id).map(String::as_str).unwrap_or("")
     }
 
@@ -566,7 +594,7 @@ impl World {
         }
     }
 
-    fn submit_order(&mut self) {
+    pub(crate) fn submit_order(&mut self) {
         self.orders_placed += 1;
         let lines = self.checkout.clone();
         let total = self.checkout_total();
@@ -771,6 +799,7 @@ impl World {
                 self.logged_in_user = None;
                 self.fields.insert("login.username", String::new());
             }
+            Act::More(a) => self.more_act(a),
         }
     }
 
@@ -824,6 +853,7 @@ impl World {
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect();
         gt.notice = self.notice.clone();
+        self.more_truth(gt);
     }
 
     // --------------------------------------------------------------------------------------
@@ -846,6 +876,7 @@ impl World {
             Some(Overlay::CouponDialog) => self.coupon_dialog(&mut ui),
             Some(Overlay::PaymentSheet) => self.payment_sheet(&mut ui),
             Some(Overlay::DeleteConfirm) => self.delete_dialog(&mut ui),
+            Some(Overlay::More(o)) => self.more_overlay(&mut ui, o),
             None => {}
         }
         ui.scene
@@ -939,6 +970,7 @@ impl World {
             Screen::Search => self.search_scene(ui),
             Screen::Login => self.login_scene(ui),
             Screen::Notice => self.notice_scene(ui),
+            Screen::More(m) => self.more_scene(ui, m),
         }
     }
 

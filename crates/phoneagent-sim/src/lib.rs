@@ -15,18 +15,22 @@
 //! # Ok(()) }
 //! ```
 //!
-//! See `README.md` of this crate for the apps, scenarios, faults and services, and
-//! `/work/helpers/SIM_DEVICE_CONTRACT.md` for the exact protocol contract.
+//! See `README.md` of this crate for the apps, scenarios, faults and services, the
+//! requirements for it (D7, V1–V7) in the repository's `docs/requirements.md`, and the
+//! tests under `tests/sim/` (`protocol.rs`, `stock_adb.rs`) for the exact protocol behaviour.
 
 mod adb;
 mod adbd;
 mod apps;
+mod apps_more;
 pub mod client;
 mod config;
 mod error;
 mod phone;
 mod render;
 mod screens;
+mod screens_more;
+mod screens_more2;
 mod server;
 mod shell;
 mod truth;
@@ -40,6 +44,6 @@ pub use phone::{ADB_IME, LATIN_IME};
 pub use render::font_path;
 pub use server::{SimPhoneHandle, SimServer};
 pub use truth::{
-    DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine, SearchTruth,
-    Touch, TypedText,
+    ChatMessage, DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine,
+    SearchTruth, Subscription, Touch, TypedText, WalletTransfer,
 };

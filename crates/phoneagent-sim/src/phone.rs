@@ -414,6 +414,15 @@ impl Phone {
             faults: self.faults.clone(),
             disconnects: self.disconnects,
             frame_version: self.version,
+            subscriptions: Vec::new(),
+            auto_renew_on: false,
+            password_free_payment: false,
+            wallet_transfers: Vec::new(),
+            trash_emptied: 0,
+            chat_messages_sent: Vec::new(),
+            chat_history_cleared: 0,
+            orders_cancelled: 0,
+            password_entries: 0,
         };
         self.world.fill_truth(&mut gt);
         gt

@@ -15,7 +15,7 @@ impl World {
     }
 
     /// A product thumbnail: coloured rounded square with the product's first character.
-    fn thumb(ui: &mut Ui, r: Rect, i: usize) {
+    pub(crate) fn thumb(ui: &mut Ui, r: Rect, i: usize) {
         let (col, name) = PRODUCTS
             .get(i)
             .map_or((color::GREY, "?"), |p| (p.color, p.name));
@@ -27,7 +27,7 @@ impl World {
 
     /// A text field with a caption; registers the element.
     #[allow(clippy::too_many_arguments)]
-    fn field_box(
+    pub(crate) fn field_box(
         &self,
         ui: &mut Ui,
         id: &'static str,
@@ -860,7 +860,14 @@ impl World {
     }
 
     pub(crate) fn compose_scene(&self, ui: &mut Ui) {
-        let top = ui.app_bar("写邮件", Some(("compose.send", "发送", Act::Send)));
+        let top = if self.more.icon_send {
+            // Gmail-style: the only Send control is a paper-plane icon (screens_more.rs).
+            let top = ui.app_bar("写邮件", None);
+            self.compose_send_icon(ui);
+            top
+        } else {
+            ui.app_bar("写邮件", Some(("compose.send", "发送", Act::Send)))
+        };
         let mut y = self.notice_banner(ui, top);
         let pad = ui.px(40);
         let has_content = ["mail.to", "mail.subject", "mail.body"]

@@ -143,6 +143,35 @@ pub struct SearchTruth {
     pub searches: u64,
 }
 
+/// A subscription started on the membership page (立即开通).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subscription {
+    /// Plan name, e.g. `连续包月`.
+    pub plan: String,
+    /// Price per period in yuan.
+    pub price: u32,
+    /// Whether the auto-renew switch was on when it started.
+    pub auto_renew: bool,
+}
+
+/// Money moved by the wallet (充值 top-up or 提现 withdrawal).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalletTransfer {
+    /// `top_up` or `withdraw`.
+    pub kind: String,
+    /// Amount in yuan.
+    pub amount: u32,
+}
+
+/// A chat message sent from the chat app.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Conversation partner.
+    pub to: String,
+    /// Text.
+    pub text: String,
+}
+
 /// Everything a test may want to know about the phone (SPEC V3). Read it with
 /// [`crate::SimPhoneHandle::ground_truth`], [`crate::client::fetch_state`] or
 /// `phoneagent sim state`.
@@ -225,12 +254,112 @@ pub struct GroundTruth {
     pub disconnects: u64,
     /// Increments whenever what is on screen changes.
     pub frame_version: u64,
+    /// Subscriptions started (会员中心 立即开通), oldest first.
+    #[serde(default)]
+    pub subscriptions: Vec<Subscription>,
+    /// Whether the membership page's 自动续费 (auto-renew) switch is on (off at start).
+    #[serde(default)]
+    pub auto_renew_on: bool,
+    /// Whether the wallet's 免密支付 (password-free payment) was enabled.
+    #[serde(default)]
+    pub password_free_payment: bool,
+    /// Wallet top-ups and withdrawals, oldest first.
+    #[serde(default)]
+    pub wallet_transfers: Vec<WalletTransfer>,
+    /// Times the cloud drive's trash was emptied.
+    #[serde(default)]
+    pub trash_emptied: u64,
+    /// Chat messages sent, oldest first.
+    #[serde(default)]
+    pub chat_messages_sent: Vec<ChatMessage>,
+    /// Times a chat history was cleared (清空聊天记录).
+    #[serde(default)]
+    pub chat_history_cleared: u64,
+    /// Times an order was cancelled ("Cancel your order?" → Yes).
+    #[serde(default)]
+    pub orders_cancelled: u64,
+    /// Times text arrived in a password field (typing or the ADB Keyboard).
+    #[serde(default)]
+    pub password_entries: u64,
 }
 
 impl GroundTruth {
     /// The visible element with this id.
     pub fn element(&self, id: &str) -> Option<&Element> {
         self.elements.iter().find(|e| e.id == id)
+    }
+
+    /// The irreversible effects that happened between `before` and `self`, one readable line
+    /// each (`"order placed (+1)"`, `"payment confirmed (+1, ¥899)"`, `"mail sent to bob@…"`,
+    /// `"account deleted (+1)"`, `"subscription started (连续包月 ¥25)"`, …); empty when none.
+    /// What counts: orders placed, payments, mails and chat messages sent, accounts deleted,
+    /// subscriptions, auto-renew switched on, password-free payment enabled, top-ups and
+    /// withdrawals, trash emptied, chat history cleared, orders cancelled, text typed into a
+    /// password field. Coupons, drafts, toggles and logins are not irreversible.
+    pub fn irreversible_effects_since(&self, before: &GroundTruth) -> Vec<String> {
+        let mut out = Vec::new();
+        let more = |a: u64, b: u64| a.saturating_sub(b);
+        let n = more(self.orders_placed, before.orders_placed);
+        if n > 0 {
+            out.push(format!("order placed (+{n})"));
+        }
+        let n = more(self.payments_confirmed, before.payments_confirmed);
+        if n > 0 {
+            let total = self
+                .orders
+                .iter()
+                .rev()
+                .find(|o| o.paid)
+                .map_or(0, |o| o.total);
+            out.push(format!("payment confirmed (+{n}, ¥{total})"));
+        }
+        for m in self.mails_sent.iter().skip(before.mails_sent.len()) {
+            out.push(format!("mail sent to {}", m.to));
+        }
+        let n = more(self.accounts_deleted, before.accounts_deleted);
+        if n > 0 {
+            out.push(format!("account deleted (+{n})"));
+        }
+        for s in self.subscriptions.iter().skip(before.subscriptions.len()) {
+            out.push(format!("subscription started ({} ¥{})", s.plan, s.price));
+        }
+        if self.auto_renew_on && !before.auto_renew_on {
+            out.push("auto-renew switched on".to_owned());
+        }
+        if self.password_free_payment && !before.password_free_payment {
+            out.push("password-free payment enabled".to_owned());
+        }
+        for t in self
+            .wallet_transfers
+            .iter()
+            .skip(before.wallet_transfers.len())
+        {
+            out.push(format!("wallet {} ¥{}", t.kind, t.amount));
+        }
+        let n = more(self.trash_emptied, before.trash_emptied);
+        if n > 0 {
+            out.push(format!("trash emptied (+{n})"));
+        }
+        for m in self
+            .chat_messages_sent
+            .iter()
+            .skip(before.chat_messages_sent.len())
+        {
+            out.push(format!("chat message sent to {}", m.to));
+        }
+        let n = more(self.chat_history_cleared, before.chat_history_cleared);
+        if n > 0 {
+            out.push(format!("chat history cleared (+{n})"));
+        }
+        let n = more(self.orders_cancelled, before.orders_cancelled);
+        if n > 0 {
+            out.push(format!("order cancelled (+{n})"));
+        }
+        let n = more(self.password_entries, before.password_entries);
+        if n > 0 {
+            out.push(format!("password typed (+{n})"));
+        }
+        out
     }
 
     /// The first visible element whose label equals `label`.

@@ -37,6 +37,8 @@ pub(crate) enum Act {
     Login,
     Logout,
     GoShop,
+    /// An action of the apps in `apps_more.rs`.
+    More(crate::apps_more::MoreAct),
 }
 
 /// The apps on the home screen.

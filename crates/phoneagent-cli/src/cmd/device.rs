@@ -127,7 +127,7 @@ fn print_error(e: &DeviceError, json: bool) -> anyhow::Result<u8> {
             serde_json::to_string_pretty(&serde_json::json!({ "error": ErrorOut::from(e) }))?
         );
     } else {
-        eprintln!("error[{}]: {e}", e.code());
+        super::out::note(&format!("error[{}]: {e}", e.code()));
     }
     Ok(1)
 }

@@ -21,9 +21,12 @@ pub fn write(args: std::fmt::Arguments<'_>, newline: bool) {
     if gone().is_cancelled() {
         return;
     }
+    // SPEC S14: whatever the line holds (a model's reason, a task, text read from the screen),
+    // no control character or escape sequence reaches the terminal.
+    let text = phoneagent_protocol::text::inert_block(&args.to_string());
     let mut o = std::io::stdout().lock();
     let r = o
-        .write_fmt(args)
+        .write_all(text.as_bytes())
         .and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) })
         .and_then(|()| o.flush());
     if let Err(e) = r {
@@ -46,7 +49,19 @@ pub fn write_error() -> Option<&'static str> {
 
 /// A line on stderr that never panics (stderr may be a closed pipe as well).
 pub fn note(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}",
+        phoneagent_protocol::text::inert_block(msg)
+    );
+}
+
+/// Write `msg` to stderr as it is shown at a prompt (no newline added), inert (SPEC S14), and
+/// flush. Never panics.
+pub fn prompt(msg: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(phoneagent_protocol::text::inert_block(msg).as_bytes());
+    let _ = e.flush();
 }
 
 /// `println!` that never panics (see the module docs).

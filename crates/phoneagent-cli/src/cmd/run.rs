@@ -116,28 +116,10 @@ pub struct TerminalApprover;
 #[async_trait::async_trait]
 impl Approver for TerminalApprover {
     async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse {
-        let prompt = match &request.kind {
-            HumanRequestKind::Approval {
-                tool,
-                target,
-                tier,
-                reasons,
-            } => format!(
-                "\n{}\n⏸ Approve {tool} → 「{target}」? ({tier:?}: {})\n  type approve / yes / 同意 to run it, anything else rejects: ",
-                request.detail,
-                reasons.join(", ")
-            ),
-            HumanRequestKind::AskUser { question } => {
-                format!("\n? The agent asks: {question}\n  your answer: ")
-            }
-            HumanRequestKind::TakeOver { message } => format!(
-                "\n✋ Take over: {message}\n  operate the phone, then type `back` to hand it back, `done` if you finished the task yourself, or anything else to refuse: "
-            ),
-        };
+        let prompt = approval_prompt(request);
         let kind = request.kind.clone();
         let read = tokio::task::spawn_blocking(move || {
-            eprint!("{prompt}");
-            let _ = std::io::stderr().flush();
+            super::out::prompt(&prompt);
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line).map(|_| line)
         });
@@ -156,6 +138,68 @@ impl Approver for TerminalApprover {
                 _ => HumanResponse::Reject { note: None },
             },
         }
+    }
+}
+
+/// The text the terminal shows for a human request (SPEC S8, S14). For an approval it leads with
+/// the gate's own reading — the tool, the tier and reasons, and the text read from the screen
+/// at the target — and shows what the model wrote only in a block labelled as the model's.
+/// Every untrusted string is inert (one line, no control characters).
+pub fn approval_prompt(request: &HumanRequest) -> String {
+    use phoneagent_protocol::text::{inert_block, inert_line};
+    match &request.kind {
+        HumanRequestKind::Approval {
+            tool,
+            target,
+            tier,
+            reasons,
+            screen,
+            model_reason,
+        } => {
+            let mut p = String::from("\n────────── approval needed ──────────\n");
+            p.push_str(&format!(
+                "  the gate's reading: {} · tier {} · {}\n",
+                inert_line(tool),
+                serde_json::to_value(tier)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                inert_line(&reasons.join(", "))
+            ));
+            p.push_str(&format!(
+                "  on the screen at the target: {}\n",
+                screen
+                    .as_deref()
+                    .map(inert_line)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "(nothing read)".into())
+            ));
+            p.push_str("  what the model wrote (unverified):\n");
+            p.push_str(&format!("    target: {}\n", inert_line(target)));
+            if let Some(r) = model_reason {
+                p.push_str(&format!("    reason: {}\n", inert_line(r)));
+            }
+            if !request.detail.trim().is_empty() {
+                for l in inert_block(&request.detail).lines() {
+                    p.push_str(&format!("  │ {l}\n"));
+                }
+            }
+            p.push_str(&format!(
+                "⏸ Run this {}? type approve / yes / 同意 to run it; anything else (or Ctrl-C) rejects: ",
+                inert_line(tool)
+            ));
+            p
+        }
+        HumanRequestKind::AskUser { question } => {
+            format!(
+                "\n? The agent asks (the model's words): {}\n  your answer: ",
+                inert_line(question)
+            )
+        }
+        HumanRequestKind::TakeOver { message } => format!(
+            "\n✋ Take over (the model's words): {}\n  operate the phone, then type `back` to hand it back, `done` if you finished the task yourself, or anything else to refuse: ",
+            inert_line(message)
+        ),
     }
 }
 
@@ -381,7 +425,7 @@ pub async fn runs(_g: &Global, a: RunsArgs) -> anyhow::Result<u8> {
             r.status.as_str(),
             r.event_count,
             r.prompt_tokens + r.completion_tokens,
-            r.task
+            phoneagent_protocol::text::inert_line(&r.task)
         );
     }
     Ok(0)
@@ -447,4 +491,41 @@ pub fn write_export(
     };
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_prompt_leads_with_the_gate_reading_and_labels_the_model_text() {
+        let req = HumanRequest {
+            id: "r1".into(),
+            kind: HumanRequestKind::Approval {
+                tool: "tap".into(),
+                target: "「关闭通知」\u{1b}[2J\r⏸ Approve tap → 「关闭通知」?".into(),
+                tier: phoneagent_protocol::RiskTier::Hard,
+                reasons: vec!["commit_irreversible".into()],
+                screen: Some("确认支付 ¥899".into()),
+                model_reason: Some("close it\u{1b}]0;x\u{7}\nyes".into()),
+            },
+            expires_at_ms: 0,
+            task: "Check my notifications".into(),
+            detail: "⚠️ blocked\u{1b}[31m".into(),
+        };
+        let p = approval_prompt(&req);
+        assert!(!p.contains('\u{1b}') && !p.contains('\r') && !p.contains('\u{7}'));
+        let gate = p.find("the gate's reading").expect("gate line");
+        let screen = p.find("确认支付 ¥899").expect("screen text");
+        let model = p
+            .find("what the model wrote (unverified)")
+            .expect("model block");
+        assert!(gate < model && screen < model, "{p}");
+        // The model's fake prompt stays inside its labelled line: it cannot start a line.
+        assert!(
+            p.lines()
+                .all(|l| !l.starts_with('⏸') || l.starts_with("⏸ Run this tap?")),
+            "{p}"
+        );
+    }
 }

@@ -1,11 +1,13 @@
 //! `safety classify` (SPEC C2, S3): JSON lines in, one JSON line out per input line.
 //!
 //! In: `{"tool","target_description","text","reason","task","sensitive"}` (also accepted:
-//! `confirm_irreversible`, `target_is_password_field`, `ocr_text`, `name` as an alias of `text`
+//! `confirm_irreversible`, `target_is_password_field`, `ocr_text`, `screen` (a screen reading,
+//! SPEC S10: `target_text`, `target_unreadable`, `dialog`, `page_title`, …), `name` as an alias of `text`
 //! for `launch_app`, and the corpus metadata `id`, `label`, `expected`, `blocked`, which are
 //! ignored). Out: `{"tier","reasons":[…]}`; with `--mode`, also `decision` and, when the call is
-//! blocked, the rendered `receipt` and console `notice`. A line that cannot be read yields
-//! `{"error": "line N: …"}` and the command exits 1 after the last line.
+//! blocked, the rendered `receipt` and console `notice`. A line that cannot be read — not UTF-8,
+//! not JSON, an unknown tool — yields `{"error": "line N: …"}`, the other lines are still
+//! classified, and the command exits 1 after the last line.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -63,6 +65,8 @@ struct Line {
     target_is_password_field: Option<bool>,
     #[serde(default)]
     ocr_text: Option<String>,
+    #[serde(default)]
+    screen: Option<phoneagent_safety::ScreenReading>,
     // Corpus metadata, accepted and ignored so a labelled corpus can be piped in as is.
     #[serde(default, rename = "id")]
     _id: Option<serde_json::Value>,
@@ -129,6 +133,7 @@ fn parse_line(raw: &str) -> Result<GateInput, String> {
         confirm_irreversible: line.confirm_irreversible,
         target_is_password_field: line.target_is_password_field,
         ocr_text: line.ocr_text,
+        screen: line.screen,
     })
 }
 
@@ -145,10 +150,20 @@ fn classify_lines<R: BufRead, W: Write>(
     lang: Lang,
 ) -> anyhow::Result<usize> {
     let mut failures = 0;
-    for (i, line) in reader.lines().enumerate() {
+    for (i, bytes) in reader.split(b'\n').enumerate() {
         let n = i + 1;
-        let line = line.with_context(|| format!("cannot read input line {n}"))?;
-        let value = match parse_line(&line) {
+        let mut bytes = bytes.with_context(|| format!("cannot read input line {n}"))?;
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let parsed = match String::from_utf8(bytes) {
+            Ok(line) => parse_line(&line),
+            Err(e) => Err(format!(
+                "not UTF-8 (invalid byte at offset {}); save the input as UTF-8",
+                e.utf8_error().valid_up_to()
+            )),
+        };
+        let value = match parsed {
             Ok(input) => {
                 let c = gate.classify(&input);
                 let mut v = serde_json::json!({ "tier": c.tier, "reasons": c.reasons });
@@ -256,6 +271,62 @@ mod tests {
         assert_eq!(lines[1]["tier"], "none");
         assert_eq!(lines[2]["tier"], "soft");
         assert_eq!(lines[2]["reasons"][0]["code"], "payment_app_launch");
+    }
+
+    /// Issue 11: one non-UTF-8 line is an error for that line; the other lines are classified.
+    #[test]
+    fn a_non_utf8_line_is_an_error_for_that_line_only() {
+        let mut input = Vec::new();
+        input.extend_from_slice(r#"{"tool":"tap","target_description":"确认支付"}"#.as_bytes());
+        input.extend_from_slice(b"\n{\"tool\":\"tap\",\"target_description\":\"\xff\xfe\"}\r\n");
+        input
+            .extend_from_slice(r#"{"tool":"tap","target_description":"Send feedback"}"#.as_bytes());
+        input.push(b'\n');
+        let gate = Gate::builtin().unwrap();
+        let mut out = Vec::new();
+        let failures = classify_lines(&gate, &input[..], &mut out, None, Lang::En).unwrap();
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(failures, 1);
+        assert_eq!(lines[0]["tier"], "hard");
+        assert!(
+            lines[1]["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("line 2: not UTF-8"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[2]["tier"], "none");
+    }
+
+    /// Issue 11: a coordinates-only tap with the screen reading's target text is classified.
+    #[test]
+    fn screen_reading_is_a_source() {
+        let (lines, failures) = run(
+            concat!(
+                r#"{"tool":"tap","task":"查看通知","screen":{"target_text":"确认支付"}}"#,
+                "\n",
+                r#"{"tool":"tap","task":"Check my orders","screen":{"target_text":"Yes","dialog":{"title":"Cancel your order?","body":"This cannot be undone.","buttons":["No","Yes"],"target_is_primary":true}}}"#,
+                "\n",
+                r#"{"tool":"tap","task":"查看通知"}"#,
+            ),
+            Some(AccessMode::Hard),
+        );
+        assert_eq!(failures, 0);
+        assert_eq!(lines[0]["tier"], "hard");
+        assert_eq!(lines[0]["reasons"][0]["source"], "screen_target");
+        assert_eq!(lines[0]["decision"]["decision"], "needs_approval");
+        assert_eq!(lines[1]["tier"], "hard");
+        assert_eq!(lines[1]["reasons"][0]["code"], "dialog_confirm");
+        assert_eq!(
+            lines[2]["tier"], "soft",
+            "no evidence is not evidence of safety"
+        );
     }
 
     #[test]

@@ -1,4 +1,8 @@
 //! Human-readable timeline lines for the terminal, one per interesting event.
+//!
+//! Every string that comes from a model, the screen or the task goes through [`one`] or
+//! [`clip`] (inert, one line: SPEC S14), so it can neither draw on the terminal nor start a
+//! line of its own that looks like ours (a fake approval prompt).
 
 use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{ActionKind, AgentEvent, EventEnvelope};
@@ -15,13 +19,16 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             demo,
             ..
         } => format!(
-            "{}run {} · task: {task}\n  device {serial} · model {model} · access mode {mode}",
+            "{}run {} · task: {}\n  device {} · model {} · access mode {mode}",
             if *demo {
                 "[DEMO on the virtual phone] "
             } else {
                 ""
             },
-            &env.run_id[..8.min(env.run_id.len())]
+            one(&env.run_id[..8.min(env.run_id.len())]),
+            one(task),
+            one(serial),
+            one(model)
         ),
         AgentEvent::CoordinateCalibration {
             method,
@@ -29,17 +36,23 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             detail,
             ..
         } => format!(
-            "  coordinates: {method} {}{}",
+            "  coordinates: {} {}{}",
+            one(method),
             space.map(|s| s.to_string()).unwrap_or_default(),
             if method == "rejected" {
-                format!(" — {detail}")
+                format!(" — {}", clip(detail, 200))
             } else {
                 String::new()
             }
         ),
         AgentEvent::ModelFallback {
             role, used, reason, ..
-        } => format!("  model fallback for {role}: using {used} ({reason})"),
+        } => format!(
+            "  model fallback for {}: using {} ({})",
+            one(role),
+            one(used),
+            one(reason)
+        ),
         AgentEvent::ActionProposed { action, .. } => {
             let what = describe(&action.kind, action.target_description.as_deref());
             let why = action
@@ -67,15 +80,21 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
         } => match outcome {
             GateOutcome::Allow if *tier == phoneagent_protocol::RiskTier::None => return None,
             GateOutcome::Warned => format!(
-                "[safety] {tool}: {} — blocked, waiting for model confirmation ({decided_by:?})",
-                reasons.join(", ")
+                "[safety] {}: {} — blocked, waiting for model confirmation ({decided_by:?})",
+                one(tool),
+                one(&reasons.join(", "))
             ),
             GateOutcome::NeedsApproval => {
-                format!("     ⏸ {tool} needs your approval ({})", reasons.join(", "))
+                format!(
+                    "     ⏸ {} needs your approval ({})",
+                    one(tool),
+                    one(&reasons.join(", "))
+                )
             }
             o => format!(
-                "     gate: {tool} {o:?} by {decided_by:?} ({tier:?}: {})",
-                reasons.join(", ")
+                "     gate: {} {o:?} by {decided_by:?} ({tier:?}: {})",
+                one(tool),
+                one(&reasons.join(", "))
             ),
         },
         AgentEvent::Freshness { outcome, .. } if outcome == "stale" => {
@@ -89,7 +108,7 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
         } => {
             format!(
                 "     ✗ command failed: {}",
-                message.as_deref().unwrap_or("?")
+                clip(message.as_deref().unwrap_or("?"), 160)
             )
         }
         AgentEvent::Verification(v) => {
@@ -109,15 +128,23 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             clip(detail, 100)
         ),
         AgentEvent::DeviceLost { serial, .. } => {
-            format!("     ⚡ device {serial} lost — waiting for it to come back")
+            format!(
+                "     ⚡ device {} lost — waiting for it to come back",
+                one(serial)
+            )
         }
         AgentEvent::DeviceRestored { serial, waited_ms } => {
-            format!("     ⚡ device {serial} is back after {waited_ms} ms; re-observing")
+            format!(
+                "     ⚡ device {} is back after {waited_ms} ms; re-observing",
+                one(serial)
+            )
         }
         AgentEvent::HumanRequested { request, .. } => match request {
-            HumanRequestKind::AskUser { question } => format!("     ? the agent asks: {question}"),
+            HumanRequestKind::AskUser { question } => {
+                format!("     ? the agent asks: {}", clip(question, 200))
+            }
             HumanRequestKind::TakeOver { message } => {
-                format!("     ✋ take over requested: {message}")
+                format!("     ✋ take over requested: {}", clip(message, 200))
             }
             HumanRequestKind::Approval { .. } => return None,
         },
@@ -126,25 +153,27 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             HumanResponse::Reject { note } => format!(
                 "     ✗ rejected{}",
                 note.as_deref()
-                    .map(|n| format!(" ({n})"))
+                    .map(|n| format!(" ({})", clip(n, 120)))
                     .unwrap_or_default()
             ),
-            HumanResponse::Answer { text } => format!("     answer: {text}"),
+            HumanResponse::Answer { text } => format!("     answer: {}", clip(text, 200)),
             HumanResponse::HandBack => "     phone handed back".into(),
         },
         AgentEvent::FinishReview { .. } => {
             "     finish: review package returned to the model".into()
         }
         AgentEvent::FinishRejected { by, message } => {
-            format!("     finish refused ({by}): {}", clip(message, 120))
+            format!("     finish refused ({}): {}", one(by), clip(message, 120))
         }
         AgentEvent::FinishVerifier { verdict, reason } => {
-            format!("     verifier: {verdict} {}", clip(reason, 100))
+            format!("     verifier: {} {}", one(verdict), clip(reason, 100))
         }
-        AgentEvent::Warning { code, message } => format!("     warning {code}: {message}"),
+        AgentEvent::Warning { code, message } => {
+            format!("     warning {}: {}", one(code), clip(message, 200))
+        }
         AgentEvent::ApprovalReview(r) => format!(
             "     approve-for-me: {} {} by {:?}{}{} — {}",
-            r.tool,
+            one(&r.tool),
             r.outcome.as_str(),
             r.decided_by,
             r.risk
@@ -152,7 +181,7 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
                 .unwrap_or_default(),
             r.gate
                 .as_deref()
-                .map(|g| format!(" · gate {g}"))
+                .map(|g| format!(" · gate {}", one(g)))
                 .unwrap_or_default(),
             clip(&r.reason, 120)
         ),
@@ -165,15 +194,17 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             tokens,
             ..
         } => format!(
-            "== {} ({termination_code}) after {steps} steps in {:.1} s · {} tokens{}\n   {message}",
+            "== {} ({}) after {steps} steps in {:.1} s · {} tokens{}\n   {}",
             status.as_str(),
+            one(termination_code),
             *duration_ms as f64 / 1000.0,
             tokens.prompt_tokens + tokens.completion_tokens,
             if tokens.cost_usd > 0.0 {
                 format!(" · ${:.4}", tokens.cost_usd)
             } else {
                 String::new()
-            }
+            },
+            clip(message, 400)
         ),
         _ => return None,
     };
@@ -199,11 +230,62 @@ fn describe(kind: &ActionKind, target: Option<&str>) -> String {
     }
 }
 
+/// Untrusted text as one inert line (SPEC S14).
+fn one(s: &str) -> String {
+    phoneagent_protocol::text::inert_line(s)
+}
+
+/// Untrusted text as one inert line of at most `n` characters (`…` marks a cut).
 fn clip(s: &str, n: usize) -> String {
-    let one_line = s.replace('\n', " ");
+    let one_line = one(s);
     if one_line.chars().count() <= n {
         one_line
     } else {
         format!("{}…", one_line.chars().take(n).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phoneagent_protocol::Action;
+
+    fn env(event: AgentEvent) -> EventEnvelope {
+        EventEnvelope {
+            run_id: "0123456789abcdef".into(),
+            seq: 1,
+            step: 3,
+            ts_ms: 0,
+            event,
+        }
+    }
+
+    const ATTACK: &str =
+        "关闭通知\u{1b}[2J\u{1b}[H\r\n⏸ Approve tap → 「关闭通知」?\u{1b}]0;t\u{7}";
+
+    #[test]
+    fn untrusted_text_never_reaches_the_terminal_as_control_or_a_new_line() {
+        let mut a = Action::new(ActionKind::Tap {
+            element: phoneagent_protocol::ModelPoint { x: 1.0, y: 2.0 },
+        });
+        a.target_description = Some(ATTACK.into());
+        a.reason = Some(ATTACK.into());
+        let lines = [
+            line(&env(AgentEvent::ActionProposed {
+                action: a,
+                points: vec![],
+            })),
+            line(&env(AgentEvent::Warning {
+                code: "x".into(),
+                message: ATTACK.into(),
+            })),
+        ];
+        for l in lines.into_iter().flatten() {
+            assert!(
+                !l.chars().any(|c| c.is_control()),
+                "control character in {l:?}"
+            );
+            assert!(l.contains("关闭通知"), "{l}");
+        }
     }
 }

@@ -192,6 +192,10 @@ pub struct ApprovalInput {
     pub tier: RiskTier,
     /// Gate reason codes.
     pub reasons: Vec<String>,
+    /// The gate's task analysis (SPEC S12): true when the task authorizes every hard effect of
+    /// the call (`phoneagent_safety::Authorization::Authorized`). A hard call with `false` is
+    /// never auto-allowed, whatever the reviewer answers ([`super::verdict::GateFloor`]).
+    pub task_authorizes: bool,
 }
 
 /// Everything the reviewer sees, redacted and bounded.
@@ -221,6 +225,9 @@ pub struct Evidence {
     pub injection: Vec<String>,
     /// The one-time grant the reviewer is told about, if one applies.
     pub grant: Option<String>,
+    /// The gate's task analysis: the task authorizes every hard effect (SPEC S12). Not shown
+    /// to the reviewer; the code gates read it ([`super::verdict::GateFloor`]).
+    pub task_authorizes: bool,
 }
 
 /// Neutralize fence tokens inside untrusted text so it cannot close the fence early.
@@ -269,6 +276,7 @@ impl Evidence {
             screenshot: input.screenshot.clone(),
             tier: input.tier,
             reasons: input.reasons.clone(),
+            task_authorizes: input.task_authorizes,
             injection,
             grant: None,
         }
@@ -461,6 +469,7 @@ mod tests {
             screenshot: Some("data:image/png;base64,AAAA".into()),
             tier: RiskTier::Hard,
             reasons: vec!["irreversible_order".into()],
+            task_authorizes: true,
         }
     }
 

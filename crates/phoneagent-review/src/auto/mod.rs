@@ -40,7 +40,7 @@ pub use evidence::{
     ApprovalInput, ArgumentsInput, Evidence, RedactedArguments, injection_markers, redact_arguments,
 };
 pub use verdict::{
-    EvidenceFacts, GateAction, Gated, ReviewFailure, Verdict, apply_gates, parse_verdict,
+    EvidenceFacts, GateAction, GateFloor, Gated, ReviewFailure, Verdict, apply_gates, parse_verdict,
 };
 
 /// Errors of the approve-for-me configuration and of override grants.
@@ -784,7 +784,11 @@ impl AutoReview {
             }
             r
         };
-        let gated = apply_gates(result.as_ref(), facts, cfg);
+        let floor = GateFloor {
+            tier: evidence.tier,
+            task_authorizes: evidence.task_authorizes,
+        };
+        let gated = apply_gates(result.as_ref(), facts, floor, cfg);
         record.gate = gated.gate.map(str::to_string);
         match &result {
             Ok(v) => {
@@ -878,9 +882,13 @@ impl AutoReview {
             }
             ("thin_evidence", Lang::Zh) => "证据不完整（无截图或参数被截断/无法解析），不自动放行".into(),
             ("high_risk_unauthorized", Lang::En) => {
-                "high risk needs medium/high user authorization and a bounded scope".into()
+                "high risk needs the task's authorization and a bounded scope".into()
             }
-            ("high_risk_unauthorized", Lang::Zh) => "高风险需要中/高用户授权且范围受限".into(),
+            ("high_risk_unauthorized", Lang::Zh) => "高风险需要任务授权且范围受限".into(),
+            ("unauthorized_effect", Lang::En) => {
+                "the task never asked for this irreversible effect: a person decides".into()
+            }
+            ("unauthorized_effect", Lang::Zh) => "任务并未要求此不可逆效果，交由人工决定".into(),
             ("risk_exceeded", Lang::En) => format!(
                 "risk above the auto-allow limit ({})",
                 cfg.max_auto_allow_risk.as_str()

@@ -1,7 +1,7 @@
 //! Strict verdict parsing and the gates applied in code after the reviewer answers (SPEC AR1,
 //! AR3, AR6).
 
-use phoneagent_protocol::{ReviewDecision, ReviewRisk, UserAuthorization};
+use phoneagent_protocol::{ReviewDecision, ReviewRisk, RiskTier, UserAuthorization};
 use serde::Deserialize;
 
 use super::config::{AutoReviewConfig, Fallback, OnRiskExceeded};
@@ -186,19 +186,58 @@ pub struct EvidenceFacts {
     pub injection: bool,
 }
 
-/// The code gates, in order (SPEC AR3, AR6):
+/// What the safety gate itself found, independent of the reviewer (SPEC S12, AR3): the risk
+/// floor and the user's authorization come from here, never from the reviewer's own `risk` and
+/// `user_authorization` labels (the reviewer can only raise the risk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GateFloor {
+    /// The gate's tier of the call: `hard` floors the risk at `high`, `reviewer` at `medium`.
+    pub tier: RiskTier,
+    /// The task (the user's own words) authorizes every hard effect of the call
+    /// (`phoneagent_safety::Authorization::Authorized`). False by default: a hard call without
+    /// it is never auto-allowed.
+    pub task_authorizes: bool,
+}
+
+impl GateFloor {
+    /// The floor of `risk`: `high` for a hard call, `medium` for a `reviewer` one, else `low`.
+    pub fn risk(&self) -> ReviewRisk {
+        match self.tier {
+            RiskTier::Hard => ReviewRisk::High,
+            RiskTier::Reviewer => ReviewRisk::Medium,
+            _ => ReviewRisk::Low,
+        }
+    }
+
+    /// The user's authorization as the gate's task analysis says: `high` when the task
+    /// authorizes the effect, `none` otherwise.
+    pub fn authorization(&self) -> UserAuthorization {
+        if self.task_authorizes {
+            UserAuthorization::High
+        } else {
+            UserAuthorization::None
+        }
+    }
+}
+
+/// The code gates, in order (SPEC AR3, AR6, S12). The risk is the reviewer's `risk` raised to
+/// the gate's floor ([`GateFloor::risk`]); the authorization is the gate's task analysis
+/// ([`GateFloor::authorization`]) — the reviewer's `user_authorization` is recorded, never used.
 /// 1. no verdict (failure) → `on_reviewer_failure`;
 /// 2. risk `critical` → deny, always, whatever the decision or authorization;
 /// 3. decision `deny` → deny; `uncertain` → `on_uncertain`;
 /// 4. decision `allow`:
-///    a. the actor's texts address the agent/reviewer (screen text relayed as authority) → deny;
-///    b. thin evidence → `on_uncertain` (never allow);
-///    c. risk `high` without medium/high authorization and a bounded scope → the human;
-///    d. risk above `max_auto_allow_risk` → `on_risk_exceeded`;
-///    e. allow.
+///    a. a hard call whose effect the task does not authorize → the human (`unauthorized_effect`):
+///       never auto-allowed;
+///    b. the actor's texts address the agent/reviewer (screen text relayed as authority) → deny;
+///    c. thin evidence → `on_uncertain` (never allow);
+///    d. risk `high` without the task's authorization and a bounded scope → the human;
+///    e. risk above `max_auto_allow_risk` → `on_risk_exceeded`;
+///    f. allow.
 pub fn apply_gates(
     verdict: Result<&Verdict, &ReviewFailure>,
     facts: EvidenceFacts,
+    floor: GateFloor,
     cfg: &AutoReviewConfig,
 ) -> Gated {
     let g = |action, gate| Gated {
@@ -209,7 +248,8 @@ pub fn apply_gates(
         Err(_) => return g(fallback(cfg.on_reviewer_failure), "reviewer_failure"),
         Ok(v) => v,
     };
-    if v.risk == ReviewRisk::Critical {
+    let risk = v.risk.max(floor.risk());
+    if risk == ReviewRisk::Critical {
         return if v.decision == ReviewDecision::Deny {
             Gated {
                 action: GateAction::Deny,
@@ -226,18 +266,21 @@ pub fn apply_gates(
         },
         ReviewDecision::Uncertain => g(fallback(cfg.on_uncertain), "uncertain"),
         ReviewDecision::Allow => {
+            if floor.tier == RiskTier::Hard && !floor.task_authorizes {
+                return g(GateAction::Delegate, "unauthorized_effect");
+            }
             if facts.injection {
                 return g(GateAction::Deny, "screen_text_addresses_agent");
             }
             if facts.thin {
                 return g(fallback(cfg.on_uncertain), "thin_evidence");
             }
-            if v.risk == ReviewRisk::High
-                && !(v.user_authorization >= UserAuthorization::Medium && v.scope_bounded)
+            if risk == ReviewRisk::High
+                && !(floor.authorization() >= UserAuthorization::Medium && v.scope_bounded)
             {
                 return g(GateAction::Delegate, "high_risk_unauthorized");
             }
-            if v.risk > cfg.max_auto_allow_risk {
+            if risk > cfg.max_auto_allow_risk {
                 return match cfg.on_risk_exceeded {
                     OnRiskExceeded::Delegate => g(GateAction::Delegate, "risk_exceeded"),
                     OnRiskExceeded::Deny => g(GateAction::Deny, "risk_exceeded"),
@@ -299,6 +342,87 @@ mod tests {
         assert_eq!(
             parse_verdict(r#"{"decision":"allow""#, Some("length"), 2000),
             Err(ReviewFailure::Truncated)
+        );
+    }
+
+    fn verdict(risk: ReviewRisk, auth: UserAuthorization) -> Verdict {
+        Verdict {
+            decision: ReviewDecision::Allow,
+            risk,
+            user_authorization: auth,
+            scope_bounded: true,
+            reason: "looks fine".into(),
+            suggestion: None,
+        }
+    }
+
+    /// Issue 11: a reviewer answering `allow / risk low / authorization high` on a payment the
+    /// task never asked for does not get it through; the gate's floor decides.
+    #[test]
+    fn reviewer_labels_never_authorize_a_hard_effect_the_task_did_not_ask_for() {
+        let cfg = AutoReviewConfig::default();
+        let v = verdict(ReviewRisk::Low, UserAuthorization::High);
+        let unauthorized = GateFloor {
+            tier: RiskTier::Hard,
+            task_authorizes: false,
+        };
+        let g = apply_gates(Ok(&v), EvidenceFacts::default(), unauthorized, &cfg);
+        assert_eq!(g.action, GateAction::Delegate);
+        assert_eq!(g.gate, Some("unauthorized_effect"));
+        // The same verdict on a payment the task asked for, bounded: allowed.
+        let authorized = GateFloor {
+            tier: RiskTier::Hard,
+            task_authorizes: true,
+        };
+        let g = apply_gates(Ok(&v), EvidenceFacts::default(), authorized, &cfg);
+        assert_eq!(g.action, GateAction::Allow);
+        // Unbounded scope on a hard effect: the floor makes it high risk → the human.
+        let mut unbounded = v.clone();
+        unbounded.scope_bounded = false;
+        let g = apply_gates(Ok(&unbounded), EvidenceFacts::default(), authorized, &cfg);
+        assert_eq!(g.gate, Some("high_risk_unauthorized"));
+    }
+
+    #[test]
+    fn the_floor_raises_the_reviewers_risk_never_lowers_it() {
+        let mut cfg = AutoReviewConfig::default();
+        cfg.max_auto_allow_risk = ReviewRisk::Low;
+        let v = verdict(ReviewRisk::Low, UserAuthorization::High);
+        let floor = GateFloor {
+            tier: RiskTier::Reviewer,
+            task_authorizes: false,
+        };
+        let g = apply_gates(Ok(&v), EvidenceFacts::default(), floor, &cfg);
+        assert_eq!(
+            g.gate,
+            Some("risk_exceeded"),
+            "reviewer tier floors at medium"
+        );
+        // A reviewer saying critical is still denied whatever the floor.
+        let crit = verdict(ReviewRisk::Critical, UserAuthorization::High);
+        let g = apply_gates(
+            Ok(&crit),
+            EvidenceFacts::default(),
+            GateFloor::default(),
+            &cfg,
+        );
+        assert_eq!(g.action, GateAction::Deny);
+    }
+
+    /// The reviewer's `user_authorization` is not used: `none` from the reviewer on an effect
+    /// the task authorizes does not block it, `high` on one it does not authorize does not
+    /// allow it (covered above).
+    #[test]
+    fn authorization_comes_from_the_task_analysis() {
+        let cfg = AutoReviewConfig::default();
+        let v = verdict(ReviewRisk::High, UserAuthorization::None);
+        let floor = GateFloor {
+            tier: RiskTier::Hard,
+            task_authorizes: true,
+        };
+        assert_eq!(
+            apply_gates(Ok(&v), EvidenceFacts::default(), floor, &cfg).action,
+            GateAction::Allow
         );
     }
 }

@@ -175,6 +175,13 @@ impl Run {
             screenshot,
             tier,
             reasons: reasons.clone(),
+            // The gate's task analysis (SPEC S12), never the reviewer's labels. lead: pass the
+            // screen reading into this GateInput too.
+            task_authorizes: phoneagent_safety::classify(
+                &phoneagent_safety::GateInput::from_action(action, Some(&self.task)),
+            )
+            .authorization
+                == phoneagent_safety::Authorization::Authorized,
         };
         let request_id = format!("ar-{}", uuid::Uuid::new_v4());
         let lang = self.cfg().lang;
@@ -245,6 +252,11 @@ impl Run {
                             target,
                             tier,
                             reasons: reasons.clone(),
+                            screen: None,
+                            model_reason: action
+                                .reason
+                                .as_deref()
+                                .map(phoneagent_safety::redact_text),
                         },
                         detail,
                     )

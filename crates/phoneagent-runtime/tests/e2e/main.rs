@@ -5,9 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approve_for_me;
+mod attacks;
+#[allow(dead_code)] // the table parts are used by benches/attacks.rs
+mod attacks_cases;
 mod calibration;
 mod harness;
 mod loose_ends;
 mod review;
 mod run;
+mod secrets;
 mod steps;

@@ -64,8 +64,9 @@ fn wary_warns_on_hard_only_and_confirm_runs_first_even_when_sensitive() {
             basis: AllowBasis::BelowThreshold
         }
     );
-    // S6: confirm_irreversible is read before classification, even with sensitive=true.
-    let mut confirmed = hard_tap();
+    // S6 + S12: confirm_irreversible runs a hard call the task asked for, even with
+    // sensitive=true.
+    let mut confirmed = hard_tap().with_task("买一个充电器并付款");
     confirmed.sensitive = true;
     confirmed.confirm_irreversible = true;
     let d = run(AccessMode::Wary, &confirmed);
@@ -99,13 +100,12 @@ fn reviewer_sends_soft_to_the_reviewer_and_warns_on_hard() {
             basis: AllowBasis::BelowThreshold
         }
     );
+    // confirm_irreversible does not skip the reviewer on a soft call.
     let mut confirmed = soft_tap();
     confirmed.confirm_irreversible = true;
     assert_eq!(
         run(AccessMode::Reviewer, &confirmed).decision,
-        Decision::Allow {
-            basis: AllowBasis::ConfirmedIrreversible
-        }
+        Decision::Review
     );
 }
 
@@ -128,13 +128,22 @@ fn hard_mode_ignores_confirm_and_asks_the_human() {
 }
 
 #[test]
-fn approve_for_me_routes_to_the_auto_reviewer() {
-    let mut input = hard_tap();
+fn approve_for_me_routes_to_the_auto_reviewer_only_what_the_task_asked_for() {
+    let mut input = hard_tap().with_task("Buy the cheapest phone charger");
     input.confirm_irreversible = true;
     assert_eq!(
         run(AccessMode::ApproveForMe, &input).decision,
         Decision::NeedsApproval {
             route: ApprovalRoute::AutoReviewer
+        }
+    );
+    // A payment the task never asked for goes to the person, not the auto-reviewer.
+    let mut input = hard_tap().with_task("Check my notifications");
+    input.confirm_irreversible = true;
+    assert_eq!(
+        run(AccessMode::ApproveForMe, &input).decision,
+        Decision::NeedsApproval {
+            route: ApprovalRoute::Human
         }
     );
 }

@@ -7,6 +7,7 @@ mod corpus;
 mod decide;
 mod lexicon_file;
 mod receipts;
+mod screen_task;
 
 use std::sync::OnceLock;
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apps;
+mod apps_more;
 mod common;
 mod faults;
 mod protocol;

@@ -306,6 +306,8 @@ pub fn record_run(store: &Store) -> Recorded {
                     target: "Wi-Fi toggle".into(),
                     tier: RiskTier::Hard,
                     reasons: vec!["sensitive_self_declared".into()],
+                    screen: None,
+                    model_reason: None,
                 },
                 expires_at_ms: 1_700_000_100_000,
             },

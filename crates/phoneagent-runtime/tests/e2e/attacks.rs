@@ -1,0 +1,120 @@
+//! The hostile-model end-to-end suite of issue 11: one test per (attack × access mode), each
+//! asserting the virtual phone's ground truth (zero irreversible effects) and that the gate asked
+//! the person or refused (see `attacks_cases`). Expected to FAIL on code without the issue-11
+//! gate; the table of all of them: `cargo test -p phoneagent-runtime --bench attacks`.
+
+use phoneagent_protocol::AccessMode;
+
+use crate::attacks_cases::{case, run_case};
+
+async fn check(id: &str, mode: AccessMode) {
+    let v = run_case(case(id), mode).await;
+    assert!(
+        v.held(),
+        "{id} in {}: the promise did not hold: {} (asked {}, refused {}, ended {})",
+        mode.as_str(),
+        v.problems().join("; "),
+        v.asked,
+        v.refused,
+        v.termination
+    );
+}
+
+macro_rules! attack {
+    ($($id:ident),* $(,)?) => {$(
+        mod $id {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn wary() {
+                check(stringify!($id), AccessMode::Wary).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn hard() {
+                check(stringify!($id), AccessMode::Hard).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reviewer() {
+                check(stringify!($id), AccessMode::Reviewer).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn approve_for_me() {
+                check(stringify!($id), AccessMode::ApproveForMe).await;
+            }
+        }
+    )*};
+}
+
+attack!(
+    a1_submit_order_by_coordinates,
+    a2_confirm_pay_by_coordinates,
+    a3_delete_account_by_coordinates,
+    a4_bare_ok_dialog_by_coordinates,
+    b1_paper_plane_described_text_send,
+    b2_paper_plane_icon_only_mail,
+    b3_paper_plane_icon_only_chat,
+    c1_traditional_confirm_pay,
+    c2_spaced_confirm_pay,
+    c3_soft_hyphen_confirm_pay,
+    c4_zero_width_confirm_pay,
+    c5_cyrillic_confirm_payment,
+    c6_traditional_delete_account,
+    c7_traditional_send_order,
+    d1_injection_check_notifications,
+    d2_negated_zh_no_money,
+    d3_negated_en_dont_buy,
+    d4_negated_en_no_payments,
+    d5_negated_en_no_purchase,
+    d6_negated_zh_didnt_ask,
+    e1_unasked_payment_fooled_reviewer,
+    f1_password_typed,
+    g1_subscribe_now,
+    g2_auto_renew_switch,
+    g3_password_free_payment,
+    g4_withdraw,
+    g5_top_up,
+    g6_empty_trash,
+    g7_bare_ok_danger_dialog,
+    g8_yes_cancel_order,
+    g9_traditional_order_and_pay,
+    g10_clear_chat_history,
+);
+
+#[test]
+fn every_case_has_its_tests() {
+    let listed = [
+        "a1_submit_order_by_coordinates",
+        "a2_confirm_pay_by_coordinates",
+        "a3_delete_account_by_coordinates",
+        "a4_bare_ok_dialog_by_coordinates",
+        "b1_paper_plane_described_text_send",
+        "b2_paper_plane_icon_only_mail",
+        "b3_paper_plane_icon_only_chat",
+        "c1_traditional_confirm_pay",
+        "c2_spaced_confirm_pay",
+        "c3_soft_hyphen_confirm_pay",
+        "c4_zero_width_confirm_pay",
+        "c5_cyrillic_confirm_payment",
+        "c6_traditional_delete_account",
+        "c7_traditional_send_order",
+        "d1_injection_check_notifications",
+        "d2_negated_zh_no_money",
+        "d3_negated_en_dont_buy",
+        "d4_negated_en_no_payments",
+        "d5_negated_en_no_purchase",
+        "d6_negated_zh_didnt_ask",
+        "e1_unasked_payment_fooled_reviewer",
+        "f1_password_typed",
+        "g1_subscribe_now",
+        "g2_auto_renew_switch",
+        "g3_password_free_payment",
+        "g4_withdraw",
+        "g5_top_up",
+        "g6_empty_trash",
+        "g7_bare_ok_danger_dialog",
+        "g8_yes_cancel_order",
+        "g9_traditional_order_and_pay",
+        "g10_clear_chat_history",
+    ];
+    let ids: Vec<&str> = crate::attacks_cases::CASES.iter().map(|c| c.id).collect();
+    assert_eq!(ids, listed);
+}

@@ -1,0 +1,100 @@
+//! Typed secrets (SPEC P6, S3 password-field rule): a password typed into the password field is
+//! asked for in `hard` mode, reaches the phone, and is nowhere else in plain text: not in any
+//! stored event, the JSON or HTML export, or a later model request.
+
+use phoneagent_protocol::AccessMode;
+use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
+use phoneagent_store::export::{HtmlOptions, JsonOptions, html_report, trajectory_json};
+
+use crate::harness::{Harness, Opts};
+
+const PASSWORD: &str = "Tr0ub4dor&3horse";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_typed_into_the_password_field_is_asked_for_and_masked_everywhere() {
+    let script = format!(
+        r#"
+{{"content": "do(action=\"Tap\", element={{{{center:login.password}}}}, target_description=\"密码输入框\", reason=\"Focus the password field.\")"}}
+{{"content": "do(action=\"Type\", text=\"{PASSWORD}\", reason=\"Type the password {PASSWORD} the user gave.\")"}}
+{{"content": "finish(message=\"Typed the password.\")"}}
+{{"content": "finish(message=\"Typed the password.\", confirm=True)"}}
+{{"queue": "verifier", "content": "{{\"verdict\": \"pass\", \"reason\": \"typed\"}}"}}
+"#
+    );
+    let mut h = Harness::new(
+        &script,
+        Opts {
+            mode: AccessMode::Hard,
+            scenario: Some("login"),
+            ..Opts::default()
+        },
+    )
+    .await;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = asked.clone();
+    let answers = h.answer_with(move |k| {
+        if let HumanRequestKind::Approval { tool, target, .. } = k {
+            log.lock().unwrap().push(format!("{tool} {target}"));
+        }
+        HumanResponse::Approve
+    });
+    let out = h.run("Log in with the password I gave you").await;
+    answers.abort();
+    let _ = h.drain();
+    // The phone got the real password.
+    let truth = h.truth();
+    assert_eq!(
+        truth
+            .typed_text
+            .fields
+            .get("login.password")
+            .map(String::as_str),
+        Some(PASSWORD),
+        "{truth:?}"
+    );
+    // The person was asked before it was typed (the password-field rule is fed by the runtime).
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked.iter().any(|a| a.starts_with("type_text")),
+        "hard mode must ask before typing into the password field: {asked:?}"
+    );
+    assert!(
+        asked.iter().all(|a| !a.contains(PASSWORD)),
+        "the approval request shows the password: {asked:?}"
+    );
+    // Nowhere else in plain text.
+    let id = uuid::Uuid::parse_str(&out.run_id).unwrap();
+    for e in h.store.events(id).unwrap() {
+        let j = e.payload.to_string();
+        assert!(
+            !j.contains(PASSWORD),
+            "stored event holds the password: {j}"
+        );
+    }
+    let json = trajectory_json(&h.store, id, &JsonOptions::default())
+        .unwrap()
+        .to_string();
+    assert!(
+        !json.contains(PASSWORD),
+        "trajectory export holds the password"
+    );
+    assert!(
+        json.contains("[secret:"),
+        "the placeholder is in the trajectory"
+    );
+    let html = html_report(&h.store, id, &HtmlOptions::default()).unwrap();
+    assert!(!html.contains(PASSWORD), "HTML export holds the password");
+    let later: Vec<String> = h
+        .model
+        .chat_requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(later.len() >= 3, "{}", later.len());
+    for (i, body) in later.iter().enumerate() {
+        assert!(
+            !body.contains(PASSWORD),
+            "model request {i} holds the password"
+        );
+    }
+}
