@@ -56,6 +56,20 @@ pub trait ModelClient: Send + Sync {
 
     /// The model name requests are sent with.
     fn model(&self) -> &str;
+
+    /// [`ModelClient::chat`] for a caller that can wait at most `max_wait` for a server that
+    /// asks to be retried later: a `Retry-After` longer than that (or than the client's own
+    /// [`RetryPolicy::max_retry_after_ms`]) ends the call at once with
+    /// [`LlmError::RateLimited`] carrying `retry_after_ms`. The default ignores `max_wait`.
+    async fn chat_within(
+        &self,
+        req: ChatRequest,
+        cancel: &CancellationToken,
+        max_wait: Duration,
+    ) -> Result<ChatResponse> {
+        let _ = max_wait;
+        self.chat(req, cancel).await
+    }
 }
 
 /// Retry behaviour (SPEC M1).
@@ -435,6 +449,7 @@ impl ChatClient {
                     Some(d) => format!(" (the server asked to wait {} s more)", d.as_secs()),
                     None => String::new(),
                 },
+                retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
             },
             Attempt::Status { status, detail, .. } => LlmError::Http {
                 endpoint,
@@ -465,8 +480,9 @@ impl ChatClient {
         }
     }
 
-    /// Delay before the next attempt, or `None` when this failure is final.
-    fn retry_delay(&self, a: &Attempt, retry: u32) -> Option<Duration> {
+    /// Delay before the next attempt, or `None` when this failure is final (a `Retry-After`
+    /// over `max_retry_after_ms` is final).
+    fn retry_delay(&self, a: &Attempt, retry: u32, max_retry_after_ms: u64) -> Option<Duration> {
         if retry > self.cfg.retry.max_retries {
             return None;
         }
@@ -476,7 +492,7 @@ impl ChatClient {
                 retry_after,
                 ..
             } if is_retryable_status(*status) => match retry_after {
-                Some(d) if d.as_millis() > u128::from(self.cfg.retry.max_retry_after_ms) => None,
+                Some(d) if d.as_millis() > u128::from(max_retry_after_ms) => None,
                 Some(d) => {
                     let extra = rand::rng().random_range(0..=(d.as_millis() as u64 / 10).min(250));
                     Some(*d + Duration::from_millis(extra))
@@ -492,6 +508,37 @@ impl ChatClient {
 #[async_trait]
 impl ModelClient for ChatClient {
     async fn chat(&self, req: ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse> {
+        self.chat_capped(req, cancel, self.cfg.retry.max_retry_after_ms)
+            .await
+    }
+
+    async fn chat_within(
+        &self,
+        req: ChatRequest,
+        cancel: &CancellationToken,
+        max_wait: Duration,
+    ) -> Result<ChatResponse> {
+        let cap = (max_wait.as_millis() as u64).min(self.cfg.retry.max_retry_after_ms);
+        self.chat_capped(req, cancel, cap).await
+    }
+
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn model(&self) -> &str {
+        &self.cfg.model
+    }
+}
+
+impl ChatClient {
+    /// The request loop; a `Retry-After` over `max_retry_after_ms` ends it.
+    async fn chat_capped(
+        &self,
+        req: ChatRequest,
+        cancel: &CancellationToken,
+        max_retry_after_ms: u64,
+    ) -> Result<ChatResponse> {
         let stream = req.stream.unwrap_or(self.cfg.stream);
         // Serialized once (a screenshot makes it ~200 KB), reused by every retry.
         let body = {
@@ -525,7 +572,7 @@ impl ModelClient for ChatClient {
                 }
                 Ok(Err(a)) => a,
             };
-            let Some(delay) = self.retry_delay(&failure, attempts) else {
+            let Some(delay) = self.retry_delay(&failure, attempts, max_retry_after_ms) else {
                 return Err(self.final_error(failure, attempts));
             };
             tracing::warn!(
@@ -544,14 +591,6 @@ impl ModelClient for ChatClient {
                 _ = tokio::time::sleep(delay) => {}
             }
         }
-    }
-
-    fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    fn model(&self) -> &str {
-        &self.cfg.model
     }
 }
 

@@ -81,6 +81,9 @@ pub enum LlmError {
         attempts: u32,
         /// Human text about the last `Retry-After` (may be empty).
         retry_after: String,
+        /// The last `Retry-After` the server sent, in ms (`None`: it sent none). A caller that
+        /// cannot wait that long stops instead of asking again.
+        retry_after_ms: Option<u64>,
     },
 
     /// Could not reach the endpoint (connection refused/reset, DNS, TLS) after retries.

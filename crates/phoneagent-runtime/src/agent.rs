@@ -218,13 +218,15 @@ impl Agent {
 
     /// Run `task` to a terminal state. Refuses when a task is already running (R2).
     ///
-    /// Errors only for setup problems before the run starts (busy, recorder); everything that
-    /// happens during the run ends in a [`RunOutcome`] with its status and code.
+    /// Errors only for setup problems before the run starts (busy, recorder, a task over
+    /// `max_task_chars`); everything that happens during the run ends in a [`RunOutcome`] with
+    /// its status and code.
     pub async fn run(
         &self,
         task: &str,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RuntimeError> {
+        crate::check_task_size(task, self.shared.config.max_task_chars)?;
         if self.shared.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }
@@ -253,6 +255,7 @@ impl Agent {
         task: &str,
         cancel: CancellationToken,
     ) -> Result<StepSession, RuntimeError> {
+        crate::check_task_size(task, self.shared.config.max_task_chars)?;
         if self.shared.busy.swap(true, Ordering::SeqCst) {
             return Err(RuntimeError::Busy);
         }
@@ -1325,8 +1328,9 @@ impl Run {
         self.set_phase(Phase::Planning);
         let actor = self.agent.parts.actor.clone();
         let t0 = Instant::now();
+        let (max_wait, wait_limit) = self.rate_limit_wait();
         let result = tokio::select! {
-            r = actor.client.chat(req, &self.cancel) => r,
+            r = actor.client.chat_within(req, &self.cancel, max_wait) => r,
             _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
         };
         match result {
@@ -1342,6 +1346,28 @@ impl Run {
                 if code == ErrorCode::Cancelled || self.cancel.is_cancelled() {
                     return Err(self.cancelled_flow());
                 }
+                if let LlmError::RateLimited {
+                    retry_after_ms: Some(ms),
+                    ..
+                } = &e
+                {
+                    let wait = Duration::from_millis(*ms);
+                    if wait > max_wait {
+                        // Asking again now would only be refused again: stop, and say why.
+                        let msg = format!(
+                            "the model provider asked to wait {} s before the next request (Retry-After), longer than {wait_limit}: \
+                             the run stopped; try again later",
+                            ms.div_ceil(1000)
+                        );
+                        self.recover(RecoveryOutcome::Abort, code, None, &msg, true);
+                        return Err(Self::end(RunStatus::Failed, code.as_str(), msg));
+                    }
+                    // Within the limits: wait as asked before planning again.
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.cancel.cancelled() => return Err(self.cancelled_flow()),
+                    }
+                }
                 self.hard_failures += 1;
                 if self.hard_failures > self.cfg().max_hard_failures
                     || code == ErrorCode::ModelConfig
@@ -1352,6 +1378,22 @@ impl Run {
                 self.recover(RecoveryOutcome::Replan, code, None, &e.to_string(), true);
                 Err(Flow::Continue)
             }
+        }
+    }
+
+    /// How long a model server may make this run wait (`Retry-After`): the configured maximum
+    /// or the remaining wall time, whichever is shorter, and words for it.
+    fn rate_limit_wait(&self) -> (Duration, String) {
+        let used = self.started.elapsed().saturating_sub(self.paused_for);
+        let left = self.cfg().max_duration.saturating_sub(used);
+        let max = self.cfg().max_rate_limit_wait;
+        if left < max {
+            (
+                left,
+                format!("the {} s left of the run's time", left.as_secs()),
+            )
+        } else {
+            (max, format!("the maximum wait of {} s", max.as_secs()))
         }
     }
 
@@ -2188,6 +2230,9 @@ impl Run {
             Ok(o) => o,
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
+        // F4: the search guard reads where the screen changed (results under the box).
+        self.guards
+            .record_screen_effect(&action, &before, &after.shot.image);
         // `before` is alive here, so an equal address is the same frame: the capture already
         // diffed exactly this pair (the usual case; a pause or device loss in between may not).
         let changed = match after.change_from_previous {
@@ -2429,6 +2474,12 @@ impl Run {
         let Some(review) = self.review.clone() else {
             return Flow::Continue;
         };
+        // F1: re-observe before accepting. The screen may have changed while the model was
+        // thinking about the confirm (after this turn's planning frame); a changed frame moves
+        // the screen sequence number, which makes the confirm stale below.
+        if let Err(f) = self.observe("confirm").await {
+            return f;
+        }
         // Stale when the screen changed (screen seq), the task board or the goal since the package (F1).
         let stale = review.screen_seq != self.screen_seq
             || review.board != self.memory.task_board

@@ -109,6 +109,13 @@ pub struct AgentConfig {
     pub lang: Lang,
     /// Label the run as a demo.
     pub demo: bool,
+    /// Longest task accepted, in characters; a longer one is refused before the run starts
+    /// ([`crate::RuntimeError::TaskTooLong`]). Default [`crate::DEFAULT_MAX_TASK_CHARS`].
+    pub max_task_chars: usize,
+    /// Longest `Retry-After` a model server may ask the run to wait (also bounded by the
+    /// run's remaining wall time); a longer one stops the run with `model_rate_limited`
+    /// instead of asking again (issue #11 item 8). Default 60 s.
+    pub max_rate_limit_wait: Duration,
 }
 
 impl Default for AgentConfig {
@@ -131,6 +138,8 @@ impl Default for AgentConfig {
             max_soft_replans: 12,
             lang: Lang::En,
             demo: false,
+            max_task_chars: crate::DEFAULT_MAX_TASK_CHARS,
+            max_rate_limit_wait: Duration::from_secs(60),
         }
     }
 }

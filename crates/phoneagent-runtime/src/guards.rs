@@ -3,8 +3,19 @@
 //! Three layers per guard: a prompt section added at task start, a record of real action
 //! attempts, and a finish interception that blocks a premature `finish` with a corrective message
 //! naming what is missing. The compose guard also blocks a Send tap the task did not ask for.
+//!
+//! The search guard counts a search as submitted only when the pixels show it: after the query
+//! was typed, an action (a tap, a further `type`, or the typing itself when it ends in a
+//! newline) must change the screen *outside the rows where the typed text appeared* (results,
+//! or a "no results" line, below the box). A trailing `\n` alone proves nothing: in a
+//! single-line box ADB Keyboard's newline submits nothing. Known limit without OCR: an
+//! autocomplete list that appears while typing a query ending in `\n`, or a tap after typing
+//! that leaves the screen, also changes rows outside the text.
 
+use image::RgbaImage;
 use phoneagent_protocol::{Action, ActionKind};
+
+use crate::pixels::{SAMPLE_STRIDE, changed_rows};
 
 /// Guards active for one task.
 #[derive(Debug, Clone, Default)]
@@ -24,7 +35,26 @@ struct ComposeGuard {
 struct SearchGuard {
     query: String,
     typed_query: bool,
-    submitted_after_typing: bool,
+    /// Rows `y0..=y1` (device px) the typing of the query changed: where the typed text shows.
+    typed_rows: Option<(u32, u32)>,
+    /// The screen showed the submission (see the module docs).
+    submitted: bool,
+}
+
+/// The top part of the screen ignored by the search guard's pixel evidence (the status bar's
+/// clock and icons change on their own), as a fraction of the frame height.
+const STATUS_BAR_FRAC: f64 = 0.05;
+
+/// Group ascending sampled rows into bands `(y0, y1)`; rows at most `gap` px apart join.
+fn bands(rows: &[u32], gap: u32) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for &y in rows {
+        match out.last_mut() {
+            Some((_, y1)) if y <= *y1 + gap => *y1 = y,
+            _ => out.push((y, y)),
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone)]
@@ -87,7 +117,8 @@ impl TaskGuards {
         let search = search_query(task).map(|query| SearchGuard {
             query,
             typed_query: false,
-            submitted_after_typing: false,
+            typed_rows: None,
+            submitted: false,
         });
         let needs_phone = contains_any(
             &t,
@@ -211,17 +242,49 @@ impl TaskGuards {
         {
             c.typed_fields += 1;
         }
-        if let Some(s) = &mut self.search {
-            match &action.kind {
-                ActionKind::Type { text } if lower(text).contains(&lower(&s.query)) => {
-                    s.typed_query = true;
-                    s.submitted_after_typing = text.ends_with('\n');
-                }
-                ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } if s.typed_query => {
-                    s.submitted_after_typing = true;
-                }
-                _ => {}
+        if let Some(s) = &mut self.search
+            && let ActionKind::Type { text } = &action.kind
+            && lower(text).contains(&lower(&s.query))
+        {
+            // A (re)typed query is a new search: it counts once the screen shows it submitted.
+            s.typed_query = true;
+            s.typed_rows = None;
+            s.submitted = false;
+        }
+    }
+
+    /// Record what a dispatched action did to the screen: `before` and `after` are the frames
+    /// around it (device px, the planning or last frame and the verification frame). Feeds the
+    /// search guard's pixel evidence of a submitted search (SPEC F4, see the module docs).
+    pub fn record_screen_effect(&mut self, action: &Action, before: &RgbaImage, after: &RgbaImage) {
+        let Some(s) = &mut self.search else {
+            return;
+        };
+        if !s.typed_query || s.submitted {
+            return;
+        }
+        let h = after.height();
+        let top = (f64::from(h) * STATUS_BAR_FRAC) as u32;
+        let rows: Vec<u32> = changed_rows(before, after)
+            .into_iter()
+            .filter(|&y| y >= top)
+            .collect();
+        let line_gap = SAMPLE_STRIDE * 2;
+        match &action.kind {
+            ActionKind::Type { text } if lower(text).contains(&lower(&s.query)) => {
+                let found = bands(&rows, line_gap);
+                s.typed_rows = found.first().copied();
+                // Typed text is one band of rows; results below it are another.
+                s.submitted = text.ends_with('\n') && found.len() > 1;
             }
+            ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } | ActionKind::Type { .. } => {
+                let margin = line_gap.max(h / 100);
+                s.submitted = match s.typed_rows {
+                    Some((y0, y1)) => rows.iter().any(|&y| y + margin < y0 || y > y1 + margin),
+                    None => !rows.is_empty(),
+                };
+            }
+            _ => {}
         }
     }
 
@@ -248,10 +311,12 @@ impl TaskGuards {
                     ),
                 ));
             }
-            if !s.submitted_after_typing {
+            if !s.submitted {
                 return Some((
                     "in_app_search",
-                    "Finish blocked: the query was typed but not submitted. Submit the search and look at the results.".into(),
+                    "Finish blocked: the query was typed but not submitted: the screen shows no results below the search box. \
+                     Submit the search (tap the search button) and look at the results."
+                        .into(),
                 ));
             }
         }
@@ -392,14 +457,66 @@ mod tests {
             Some("天气")
         );
         let mut g = TaskGuards::from_task("Search the Search app for weather");
+        let (blank, typed, results) = frames();
         g.record_dispatched(&tap("search box"));
+        g.record_screen_effect(&tap("search box"), &blank, &blank);
         assert_eq!(g.check_finish().map(|x| x.0), Some("in_app_search"));
-        g.record_dispatched(&Action::new(ActionKind::Type {
+        let ty = Action::new(ActionKind::Type {
             text: "Weather".into(),
-        }));
+        });
+        g.record_dispatched(&ty);
+        g.record_screen_effect(&ty, &blank, &typed);
         assert!(g.check_finish().unwrap().1.contains("not submitted"));
+        // A tap that changes nothing outside the typed text is no submission…
+        g.record_dispatched(&tap("search box"));
+        g.record_screen_effect(&tap("search box"), &typed, &typed);
+        assert!(g.check_finish().unwrap().1.contains("not submitted"));
+        // …results below the box are.
         g.record_dispatched(&tap("search button"));
+        g.record_screen_effect(&tap("search button"), &typed, &results);
         assert_eq!(g.check_finish(), None);
+    }
+
+    /// A blank 200x400 frame, the same with typed text in rows 100..120, and with results in
+    /// rows 200..300 as well.
+    fn frames() -> (RgbaImage, RgbaImage, RgbaImage) {
+        let blank = RgbaImage::from_pixel(200, 400, image::Rgba([250, 250, 250, 255]));
+        let mut typed = blank.clone();
+        for y in 100..120 {
+            for x in 20..80 {
+                typed.put_pixel(x, y, image::Rgba([20, 20, 20, 255]));
+            }
+        }
+        let mut results = typed.clone();
+        for y in 200..300 {
+            for x in 20..180 {
+                results.put_pixel(x, y, image::Rgba([200, 30, 30, 255]));
+            }
+        }
+        (blank, typed, results)
+    }
+
+    #[test]
+    fn a_trailing_newline_counts_only_when_results_appear() {
+        let (blank, typed, results) = frames();
+        let ty = Action::new(ActionKind::Type {
+            text: "weather\n".into(),
+        });
+        let mut g = TaskGuards::from_task("Search the Search app for weather");
+        g.record_dispatched(&ty);
+        g.record_screen_effect(&ty, &blank, &typed);
+        assert!(g.check_finish().unwrap().1.contains("not submitted"));
+        let mut g = TaskGuards::from_task("Search the Search app for weather");
+        g.record_dispatched(&ty);
+        g.record_screen_effect(&ty, &blank, &results);
+        assert_eq!(g.check_finish(), None);
+        // Typing the query again is a new search, not yet submitted.
+        let again = Action::new(ActionKind::Type {
+            text: "weather tomorrow".into(),
+        });
+        g.record_dispatched(&again);
+        g.record_screen_effect(&again, &results, &results);
+        assert!(g.check_finish().is_some());
     }
 
     #[test]

@@ -63,6 +63,33 @@ pub enum RuntimeError {
     /// The run could not be recorded.
     #[error("could not record the run: {0}")]
     Store(String),
+    /// The task is longer than [`AgentConfig::max_task_chars`]; refused before the phone, the
+    /// model or the store is touched (issue #11 item 8).
+    #[error(
+        "the task is {chars} characters long, over the limit of {limit} characters: shorten it to at most {limit} characters"
+    )]
+    TaskTooLong {
+        /// Length of the task, in characters (Unicode scalar values).
+        chars: usize,
+        /// The limit, in characters.
+        limit: usize,
+    },
+}
+
+/// Default of [`AgentConfig::max_task_chars`]: a sane size for a task typed or pasted by a
+/// person, in characters.
+pub const DEFAULT_MAX_TASK_CHARS: usize = 4000;
+
+/// Refuse a task longer than `limit` characters (Unicode scalar values).
+///
+/// # Errors
+/// [`RuntimeError::TaskTooLong`] naming the size and the limit.
+pub fn check_task_size(task: &str, limit: usize) -> Result<(), RuntimeError> {
+    let chars = task.chars().count();
+    if chars > limit {
+        return Err(RuntimeError::TaskTooLong { chars, limit });
+    }
+    Ok(())
 }
 
 /// Milliseconds since the Unix epoch.

@@ -79,6 +79,30 @@ pub fn changed_fraction(a: &RgbaImage, b: &RgbaImage, region: Option<Rect>) -> f
     }
 }
 
+/// The rows (device px, multiples of [`SAMPLE_STRIDE`], ascending) where a sampled pixel
+/// differs between `a` and `b`, by the same rule as [`changed_fraction`]. Images of different
+/// sizes differ in every sampled row of `b`; the same frame in none. For the search guard
+/// (SPEC F4), which asks *where* the screen changed, not how much.
+pub fn changed_rows(a: &RgbaImage, b: &RgbaImage) -> Vec<u32> {
+    if std::ptr::eq(a, b) {
+        return Vec::new();
+    }
+    let (w, h) = b.dimensions();
+    if a.dimensions() != b.dimensions() {
+        return (0..h).step_by(SAMPLE_STRIDE as usize).collect();
+    }
+    let (ra, rb) = (a.as_raw(), b.as_raw());
+    (0..h)
+        .step_by(SAMPLE_STRIDE as usize)
+        .filter(|&y| {
+            (0..w).step_by(SAMPLE_STRIDE as usize).any(|x| {
+                let i = ((y as usize) * (w as usize) + x as usize) * 4;
+                (0..3).any(|c| ra[i + c].abs_diff(rb[i + c]) > CHANNEL_THRESHOLD)
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +162,23 @@ mod tests {
         // A different frame still scans.
         let b = solid(300, 300, 0);
         assert!(changed_fraction(&a, &b, None) > 0.03);
+    }
+
+    #[test]
+    fn changed_rows_name_where_the_screen_changed() {
+        let a = solid(40, 80, 0);
+        let mut b = a.clone();
+        for y in 20..30 {
+            b.put_pixel(5, y, image::Rgba([255, 255, 255, 255]));
+        }
+        // Column 5 is not sampled (stride 4): nothing changed as far as the sampler sees.
+        assert!(changed_rows(&a, &b).is_empty());
+        for y in 20..30 {
+            b.put_pixel(8, y, image::Rgba([255, 255, 255, 255]));
+        }
+        assert_eq!(changed_rows(&a, &b), vec![20, 24, 28]);
+        assert!(changed_rows(&b, &b).is_empty());
+        assert_eq!(changed_rows(&solid(4, 4, 0), &b).len(), 20);
     }
 
     #[test]

@@ -288,6 +288,10 @@ pub fn exit_code(o: &RunOutcome) -> u8 {
 
 /// Run one task, or an interactive session of tasks.
 pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
+    // A task over the sane size is refused before the phone, the model or the store.
+    if let Some(task) = &a.task {
+        phoneagent_runtime::check_task_size(task, phoneagent_runtime::DEFAULT_MAX_TASK_CHARS)?;
+    }
     let device: Arc<dyn Device> = Arc::new(connect_device(g, a.serial.as_deref()).await?);
     let routes = super::models::resolve_routes(&a.model)?;
     for why in &routes.unavailable {
@@ -389,7 +393,14 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
                 let listener = cancel_on_ctrl_c(cancel.clone());
                 let outcome = agent.run(&task, cancel).await;
                 listener.abort();
-                last = exit_code(&outcome?);
+                last = match outcome {
+                    // Too long a task ends only this task, not the session.
+                    Err(e @ phoneagent_runtime::RuntimeError::TaskTooLong { .. }) => {
+                        super::out::note(&format!("error: {e}"));
+                        1
+                    }
+                    other => exit_code(&other?),
+                };
             }
         }
     }

@@ -10,6 +10,7 @@ mod attacks;
 mod attacks_cases;
 mod calibration;
 mod harness;
+mod loose_ends;
 mod review;
 mod run;
 mod secrets;
