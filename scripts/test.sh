@@ -9,6 +9,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Debian's libtesseract (the safety gate's OCR) uses OpenMP; one thread per reading keeps it
+# from spinning on a loaded 2-core machine (read when the library loads, so set it here).
+export OMP_THREAD_LIMIT="${OMP_THREAD_LIMIT:-1}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 step() { printf '\n== %s\n' "$*"; }
 
