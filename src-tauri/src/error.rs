@@ -101,6 +101,9 @@ impl From<phoneagent_runtime::RuntimeError> for AppError {
             phoneagent_runtime::RuntimeError::Store(_) => {
                 Self::coded(ErrorCode::Store, e.to_string())
             }
+            phoneagent_runtime::RuntimeError::TaskTooLong { .. } => {
+                Self::new("task_too_long", e.to_string())
+            }
         }
     }
 }

@@ -500,10 +500,10 @@ impl Gate {
             Tool::LaunchApp => self.launch_app(input, &sources, &mut c),
             _ => {
                 self.touch(&sources, boundaries, &mut c);
-                if layers.shape {
-                    if let Some(text) = input.target_description.as_deref() {
-                        self.shape(Source::TargetDescription, text, &mut c);
-                    }
+                if layers.shape
+                    && let Some(text) = input.target_description.as_deref()
+                {
+                    self.shape(Source::TargetDescription, text, &mut c);
                 }
                 let no_text = sources
                     .iter()
@@ -521,10 +521,10 @@ impl Gate {
                 }
             }
         }
-        if layers.screen {
-            if let Some(screen) = input.screen.as_ref() {
-                self.screen(input, screen, task, layers, &mut c);
-            }
+        if layers.screen
+            && let Some(screen) = input.screen.as_ref()
+        {
+            self.screen(input, screen, task, layers, &mut c);
         }
         c.finish(task)
     }

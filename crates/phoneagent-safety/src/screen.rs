@@ -167,12 +167,12 @@ impl Gate {
         }
         let affirmative = target.is_some_and(|t| self.whole_label(Category::Affirmative, t));
         let dismiss = target.is_some_and(|t| self.whole_label(Category::Dismiss, t));
-        if let Some(t) = target {
-            if !(affirmative && s.dialog.is_some()) {
-                self.touch(&[(Source::ScreenTarget, Some(t))], &task.forbidden, c);
-                if layers.shape {
-                    self.shape(Source::ScreenTarget, t, c);
-                }
+        if let Some(t) = target
+            && !(affirmative && s.dialog.is_some())
+        {
+            self.touch(&[(Source::ScreenTarget, Some(t))], &task.forbidden, c);
+            if layers.shape {
+                self.shape(Source::ScreenTarget, t, c);
             }
         }
         if let Some(d) = &s.dialog {

@@ -150,8 +150,8 @@ pub fn dominant_color(img: &RgbaImage, r: PxRect, step: u32) -> Rgb {
                 (u16::from(c[0] >> 3) << 10) | (u16::from(c[1] >> 3) << 5) | u16::from(c[2] >> 3);
             let e = bins.entry(key).or_insert((0, [0; 3]));
             e.0 += 1;
-            for i in 0..3 {
-                e.1[i] += u32::from(c[i]);
+            for (sum, v) in e.1.iter_mut().zip(c) {
+                *sum += u32::from(v);
             }
             x += step;
         }

@@ -228,7 +228,7 @@ impl GateFloor {
 /// 3. decision `deny` → deny; `uncertain` → `on_uncertain`;
 /// 4. decision `allow`:
 ///    a. a hard call whose effect the task does not authorize → the human (`unauthorized_effect`):
-///       never auto-allowed;
+///    never auto-allowed;
 ///    b. the actor's texts address the agent/reviewer (screen text relayed as authority) → deny;
 ///    c. thin evidence → `on_uncertain` (never allow);
 ///    d. risk `high` without the task's authorization and a bounded scope → the human;
@@ -385,8 +385,10 @@ mod tests {
 
     #[test]
     fn the_floor_raises_the_reviewers_risk_never_lowers_it() {
-        let mut cfg = AutoReviewConfig::default();
-        cfg.max_auto_allow_risk = ReviewRisk::Low;
+        let cfg = AutoReviewConfig {
+            max_auto_allow_risk: ReviewRisk::Low,
+            ..AutoReviewConfig::default()
+        };
         let v = verdict(ReviewRisk::Low, UserAuthorization::High);
         let floor = GateFloor {
             tier: RiskTier::Reviewer,

@@ -188,7 +188,7 @@ impl Run {
         let Some(route) = self.agent.parts.safety_reviewer.clone() else {
             return Err(VisualReviewError::Unavailable);
         };
-        let reviewer = VisualReviewer::new(Some(route.client.clone()), route.profile.image.clone());
+        let reviewer = VisualReviewer::new(Some(route.client.clone()), route.profile.image);
         let (verdict, resp) = reviewer
             .review(&obs.shot.image, (p.x, p.y), &self.cancel)
             .await;

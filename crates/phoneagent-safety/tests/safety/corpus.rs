@@ -194,11 +194,9 @@ fn app_corpus_meets_the_recall_and_false_alarm_targets() {
                     notes.push(format!("false alarm {}: {:?}", row.id, c.tier));
                 }
             }
-            "unreadable" => {
-                if !(c.visual_review && c.tier == RiskTier::Reviewer) {
-                    notes.push(format!("unreadable {}: {:?}", row.id, c.tier));
-                    boundary_wrong += 1;
-                }
+            "unreadable" if !(c.visual_review && c.tier == RiskTier::Reviewer) => {
+                notes.push(format!("unreadable {}: {:?}", row.id, c.tier));
+                boundary_wrong += 1;
             }
             _ => {}
         }

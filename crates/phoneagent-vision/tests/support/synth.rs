@@ -87,9 +87,8 @@ impl Canvas {
                         return;
                     }
                     let p = img.get_pixel_mut(px as u32, py as u32);
-                    for i in 0..3 {
-                        p.0[i] =
-                            (f32::from(p.0[i]) * (1.0 - cov) + f32::from(c[i]) * cov).round() as u8;
+                    for (d, s) in p.0.iter_mut().zip(c) {
+                        *d = (f32::from(*d) * (1.0 - cov) + f32::from(s) * cov).round() as u8;
                     }
                 });
             }
