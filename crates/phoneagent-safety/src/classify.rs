@@ -270,6 +270,16 @@ impl Classification {
     }
 }
 
+/// True when the text a `type_text` types (normalized, at least 3 characters) appears in the
+/// task (normalized): the user wrote it.
+fn typed_text_is_in_task(input: &GateInput) -> bool {
+    let (Some(text), Some(task)) = (input.text.as_deref(), input.task.as_deref()) else {
+        return false;
+    };
+    let t = normalize(text);
+    t.chars().count() >= 3 && normalize(task).contains(&t)
+}
+
 /// The gate: compiled lexicons plus the classification rules. Cheap to share (`&Gate`);
 /// classification is pure and allocation-light.
 #[derive(Debug, Clone)]
@@ -526,7 +536,18 @@ impl Gate {
         {
             self.screen(input, screen, task, layers, &mut c);
         }
-        c.finish(task)
+        let mut c = c.finish(task);
+        // The user's own words authorize typing them (SPEC S12): an e-mail address or a
+        // number the task spells out may be typed once the model confirms it; any other
+        // credential effect still needs the person. The tier stays hard.
+        if input.tool == Tool::TypeText
+            && let Authorization::NotAuthorized { kinds } = &c.authorization
+            && kinds.iter().all(|k| *k == EffectKind::Credential)
+            && typed_text_is_in_task(input)
+        {
+            c.authorization = Authorization::Authorized;
+        }
+        c
     }
 
     fn type_text(

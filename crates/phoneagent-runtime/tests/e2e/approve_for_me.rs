@@ -400,9 +400,11 @@ async fn inner_keyring_secret_check() {
     let keys = phoneagent_llm::KeyStore::new();
     keys.set("test.auto-reviewer", &phoneagent_llm::ApiKey::new(SECRET))
         .unwrap();
-    // The actor even repeats the secret in its reason and target; the reviewer denies.
+    // The actor even repeats the secret in its reason and target (as a bare key shape: with a
+    // credential word the gate would send the call to the person, never to the reviewer); the
+    // reviewer denies.
     let tap = format!(
-        r#"{{"content": "do(action=\"Tap\", element={{{{center:提交订单}}}}, target_description=\"提交订单 key={SECRET}\", reason=\"Pay with the API key {SECRET}.\")"}}"#
+        r#"{{"content": "do(action=\"Tap\", element={{{{center:提交订单}}}}, target_description=\"提交订单 {SECRET}\", reason=\"Submit the order, ref {SECRET}.\")"}}"#
     );
     let script = [
         tap.as_str(),

@@ -74,6 +74,10 @@ pub struct Opts {
     pub oracle: Option<phoneagent_testkit::OracleConfig>,
     /// The actor profile's coordinate space (`Auto` = negotiate, SPEC M4).
     pub actor_space: CoordinateSpace,
+    /// The gate reads the screen (OCR, SPEC S10). On by default; off only in tests of a
+    /// contract that needs a call the model's words alone classify (the reversibility
+    /// reviewer's soft candidates, SPEC S7: the screen would make "删除" read as 删除账号).
+    pub screen_reading: bool,
 }
 
 /// Where the approve-for-me reviewer model is.
@@ -107,6 +111,7 @@ impl Default for Opts {
             model_space: CoordinateSpace::Relative0999,
             oracle: None,
             actor_space: CoordinateSpace::Relative0999,
+            screen_reading: true,
         }
     }
 }
@@ -150,6 +155,8 @@ pub fn failing_route(base_url: &str) -> ModelRoute {
 
 impl Harness {
     pub async fn new(script: &str, opts: Opts) -> Self {
+        // Load the OCR engine first (once per process, ~1 s): not after the timed faults start.
+        let reader = opts.screen_reading.then(screen_reader);
         let sim = SimServer::start(SimConfig::default(), 0)
             .await
             .expect("sim");
@@ -263,7 +270,7 @@ impl Harness {
             agent
                 .with_approve_for_me(opts.auto_review.clone().unwrap_or_default(), auto_route)
                 .expect("approve-for-me config")
-                .with_screen_reader(Some(screen_reader())),
+                .with_screen_reader(reader),
         );
         let events = agent.subscribe();
         Self {

@@ -62,6 +62,7 @@ fn reviewer_opts() -> Opts {
         reviewer: true,
         verifier: false,
         scenario: Some("settings"),
+        screen_reading: false,
         ..Opts::default()
     }
 }

@@ -221,7 +221,16 @@ async fn dialog_between_planning_and_dispatch_cancels_the_stale_tap() {
         events
             .iter()
             .any(|e| matches!(e, AgentEvent::Freshness { outcome, .. } if outcome == "stale")),
-        "the tap planned before the dialog must be stale"
+        "the tap planned before the dialog must be stale: {:?}",
+        events
+            .iter()
+            .filter(|e| matches!(
+                e,
+                AgentEvent::Freshness { .. }
+                    | AgentEvent::GateDecision { .. }
+                    | AgentEvent::ScreenRead { .. }
+            ))
+            .collect::<Vec<_>>()
     );
     // Zero touches for the stale action: exactly two taps were dispatched (close, add).
     let taps = events
@@ -535,6 +544,7 @@ async fn reviewer_mode_fails_closed_without_a_reviewer_model() {
         Opts {
             mode: AccessMode::Reviewer,
             verifier: false,
+            screen_reading: false,
             ..Opts::default()
         },
     )
