@@ -212,9 +212,20 @@ fn devices_doctor_and_screenshot_on_the_virtual_phone() {
             "rotation",
             "adb_keyboard",
             "screenshot",
-            "input"
+            "input",
+            // capture/input paths in use (SPEC D8, D9; stream helper)
+            "capture",
+            "input_path"
         ]
     );
+    // The safety gate's own section (screen reading, SPEC S10) is still reported beside them.
+    let safety: Vec<&str> = v["safety"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(safety, ["screen_reading"], "{v:#}");
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shot.png");

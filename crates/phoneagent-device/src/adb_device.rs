@@ -6,6 +6,8 @@ use crate::ime::{self, ImeGuard};
 use crate::link::AdbLink;
 use crate::parse;
 use crate::server::{self, AdbServer, AdbServerAddr, ShellProtocol};
+use crate::stream::hook::Gesture;
+use crate::stream::{CapturePath, InputPath};
 use crate::text::{self, ADB_KEYBOARD_IME};
 use crate::types::{DeviceError, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot};
 use crate::wire::ShellOutput;
@@ -25,6 +27,15 @@ pub enum ScreenshotMode {
     /// `exec:screencap`: raw RGBA from the device, PNG encoded on the host (less device CPU,
     /// more bytes on the wire — faster over fast links).
     Raw,
+    /// scrcpy's live H.264 stream (SPEC D8) and its control socket for input (D9); needs
+    /// `scrcpy-server` (see [`crate::stream::locate`]). Falls back to [`ScreenshotMode::Raw`]
+    /// and `input` when it cannot start or dies.
+    Scrcpy,
+    /// Android's `screenrecord --output-format=h264` stream (nothing to install), restarted at
+    /// its time limit; input stays `input`. Falls back to [`ScreenshotMode::Raw`].
+    Screenrecord,
+    /// The fastest available: scrcpy, else screenrecord, else raw `screencap`.
+    Auto,
 }
 
 /// Tunables of an [`AdbDevice`].
@@ -42,6 +53,26 @@ pub struct AdbDeviceOptions {
     pub ime_settle: Duration,
     /// Pause between the two taps of a double tap.
     pub double_tap_gap: Duration,
+    /// How long geometry read from the phone (`wm size`, `wm density`, `dumpsys input`) is
+    /// reused (SPEC D2, issue #12): it is read again sooner when a screenshot's size differs
+    /// from the one it was read with (a rotation or `wm size` change flips or changes the
+    /// frame) and after the device was lost. `Duration::ZERO` reads it on every call.
+    pub geometry_max_age: Duration,
+    /// `scrcpy-server` path from settings (else `SCRCPY_SERVER_PATH`, else the scrcpy
+    /// package's install locations), for the stream modes.
+    pub scrcpy_server: Option<std::path::PathBuf>,
+    /// The scrcpy version to announce (the server refuses another); else `scrcpy --version`,
+    /// else [`crate::stream::locate::DEFAULT_SCRCPY_VERSION`].
+    pub scrcpy_version: Option<String>,
+    /// Longest wait for a stream frame newer than the last action; after it the newest frame is
+    /// used (an unchanged screen may send no new frame).
+    pub stream_fresh_wait: Duration,
+    /// A frame counts as newer than an action when decoded at least this long after it.
+    pub stream_fresh_margin: Duration,
+    /// Limit for starting a stream (push, server start, first frame).
+    pub stream_start_timeout: Duration,
+    /// `screenrecord --time-limit` (1–180 s); it is restarted when it stops.
+    pub screenrecord_time_limit: Duration,
 }
 
 impl Default for AdbDeviceOptions {
@@ -53,6 +84,13 @@ impl Default for AdbDeviceOptions {
             screenshot_mode: ScreenshotMode::Png,
             ime_settle: Duration::from_millis(150),
             double_tap_gap: Duration::from_millis(0),
+            geometry_max_age: Duration::from_secs(30),
+            scrcpy_server: None,
+            scrcpy_version: None,
+            stream_fresh_wait: Duration::from_millis(500),
+            stream_fresh_margin: Duration::from_millis(20),
+            stream_start_timeout: Duration::from_secs(10),
+            screenrecord_time_limit: Duration::from_secs(180),
         }
     }
 }
@@ -68,6 +106,18 @@ struct Inner {
     /// The last frame decoded: `screencap` output byte-identical to it (an unchanged screen)
     /// reuses its pixels instead of decoding again.
     last_decoded: std::sync::Mutex<Option<Arc<DecodedFrame>>>,
+    /// Geometry as last read from the phone, see [`AdbDeviceOptions::geometry_max_age`].
+    geometry_cache: std::sync::Mutex<Option<CachedGeometry>>,
+    /// The live stream and fast input (SPEC D8, D9), when a stream mode is chosen.
+    stream: crate::stream::hook::StreamState,
+}
+
+/// Geometry read from the phone, with the frame size it was read beside.
+#[derive(Clone, Copy)]
+struct CachedGeometry {
+    geometry: ScreenGeometry,
+    frame: Option<(u32, u32)>,
+    read_at: Instant,
 }
 
 /// `screencap` output and what it decoded to.
@@ -142,6 +192,8 @@ impl AdbDevice {
                 ime: tokio::sync::Mutex::new(None),
                 last_frame: std::sync::Mutex::new(None),
                 last_decoded: std::sync::Mutex::new(None),
+                geometry_cache: std::sync::Mutex::new(None),
+                stream: crate::stream::hook::StreamState::default(),
             }),
         }
     }
@@ -256,6 +308,18 @@ impl AdbDevice {
         &self.inner.server
     }
 
+    /// The capture and input paths in use (SPEC D8, D9) — starting the stream first in a stream
+    /// [`ScreenshotMode`] — and why the faster one is not used, for `doctor` and the run record.
+    pub async fn stream_paths(&self) -> (CapturePath, InputPath, Option<String>) {
+        let i = &self.inner;
+        i.stream.paths(&i.server, &i.serial, &i.opts).await
+    }
+
+    /// The running stream, if one runs (for the mirror and the stream benchmark).
+    pub async fn stream(&self) -> Option<Arc<crate::stream::StreamSession>> {
+        self.inner.stream.current().await
+    }
+
     /// Which shell protocol commands use.
     pub fn shell_protocol(&self) -> ShellProtocol {
         self.inner.protocol
@@ -338,6 +402,62 @@ impl AdbDevice {
 }
 
 impl Inner {
+    /// Send `g` through scrcpy's control socket when a stream with one runs (SPEC D9):
+    /// `Ok(None)` — no control socket, use `input`; a failed write is
+    /// [`DeviceError::DeviceLost`] (it may have happened: the runtime re-observes, never
+    /// replays it).
+    async fn fast_input(&self, what: &str, g: &Gesture) -> Result<Option<()>> {
+        match self
+            .stream
+            .input(&self.server, &self.serial, &self.opts, g)
+            .await
+        {
+            None => Ok(None),
+            Some(Ok(())) => Ok(Some(())),
+            Some(Err(detail)) => Err(DeviceError::DeviceLost {
+                serial: self.serial.clone(),
+                command: format!("scrcpy control: {what}"),
+                detail,
+            }),
+        }
+    }
+
+    /// `capture` and `input` readiness lines (SPEC D8, D9).
+    async fn stream_checks(&self) -> Vec<ReadinessCheck> {
+        let (capture, input, note) = self
+            .stream
+            .paths(&self.server, &self.serial, &self.opts)
+            .await;
+        let faster = !matches!(capture, CapturePath::Scrcpy(_));
+        let fix = match (&note, faster) {
+            (Some(n), _) => Some(format!(
+                "{n} — install scrcpy or set SCRCPY_SERVER_PATH, and use the auto capture mode"
+            )),
+            (None, true) => Some(
+                "install scrcpy or set SCRCPY_SERVER_PATH, and use the auto capture mode for the live stream and fast input".to_string(),
+            ),
+            (None, false) => None,
+        };
+        vec![
+            ReadinessCheck {
+                name: "capture".into(),
+                ok: true,
+                detail: capture.to_string(),
+                fix: fix.clone(),
+            },
+            ReadinessCheck {
+                name: "input_path".into(),
+                ok: true,
+                detail: input.to_string(),
+                fix: if input == InputPath::ShellInput {
+                    fix
+                } else {
+                    None
+                },
+            },
+        ]
+    }
+
     /// Map a transport failure of `cmd` to [`DeviceError::DeviceLost`] where it means the
     /// device (or the server) went away (SPEC D6).
     async fn map_err<T>(&self, cmd: &str, r: Result<T>) -> Result<T> {
@@ -345,10 +465,14 @@ impl Inner {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
-        let lost = |detail: String| DeviceError::DeviceLost {
-            serial: self.serial.clone(),
-            command: cmd.to_string(),
-            detail,
+        let lost = |detail: String| {
+            // A phone that comes back may have another geometry: read it again (D6).
+            self.forget_geometry();
+            DeviceError::DeviceLost {
+                serial: self.serial.clone(),
+                command: cmd.to_string(),
+                detail,
+            }
         };
         Err(match e {
             DeviceError::SerialNotFound { .. }
@@ -367,6 +491,7 @@ impl Inner {
 
     /// After a timeout: lost if the device is gone from the list, else a plain timeout.
     async fn timeout_error(&self, cmd: &str, limit: Duration) -> DeviceError {
+        self.forget_geometry();
         match self.server.state_of(&self.serial).await {
             Ok(Some(DeviceState::Device)) => DeviceError::Timeout {
                 command: cmd.to_string(),
@@ -418,7 +543,12 @@ impl Inner {
 
     /// An `input …` command, its stderr and exit status checked (SPEC D4).
     async fn input(&self, cmd: &str, extra: Duration) -> Result<()> {
-        let out = self.shell(cmd, self.opts.command_timeout + extra).await?;
+        // A stream frame must be newer than this action (and differ from the frame shown when
+        // it was sent) to count as its result.
+        self.stream.note_action();
+        let out = self.shell(cmd, self.opts.command_timeout + extra).await;
+        self.stream.note_action_sent();
+        let out = out?;
         let all = out.combined();
         if parse::is_inject_events_denied(&all) {
             return Err(DeviceError::InjectEventsDenied);
@@ -534,8 +664,17 @@ impl Inner {
         if text.is_empty() {
             return Ok(());
         }
+        // scrcpy's clipboard paste types any Unicode without switching the IME (SPEC D9).
+        if self
+            .fast_input("type text", &Gesture::Text(text.to_string()))
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
         if self.adb_keyboard_installed().await? {
             self.ensure_adb_ime().await?;
+            self.stream.note_action();
             for cmd in text::adb_keyboard_commands(text) {
                 let out = self.shell(&cmd, self.opts.command_timeout).await?;
                 let all = out.combined();
@@ -549,6 +688,7 @@ impl Inner {
                     });
                 }
             }
+            self.stream.note_action_sent();
             Ok(())
         } else {
             let steps = text::ascii_input_steps(text).ok_or(DeviceError::AdbKeyboardMissing)?;
@@ -561,10 +701,24 @@ impl Inner {
 
     async fn capture_once(&self) -> Result<Screenshot> {
         let t0 = Instant::now();
-        let mode = self.opts.screenshot_mode;
+        if let Some(shot) = self
+            .stream
+            .screenshot(&self.server, &self.serial, &self.opts)
+            .await
+        {
+            if let Ok(mut g) = self.last_frame.lock() {
+                *g = Some(shot.image.dimensions());
+            }
+            return Ok(shot);
+        }
+        // No stream (or it died): raw screencap, PNG only when asked for.
+        let mode = match self.opts.screenshot_mode {
+            ScreenshotMode::Png => ScreenshotMode::Png,
+            _ => ScreenshotMode::Raw,
+        };
         let cmd = match mode {
             ScreenshotMode::Png => "screencap -p",
-            ScreenshotMode::Raw => "screencap",
+            _ => "screencap",
         };
         let received = bytes::Bytes::from(self.exec(cmd, self.opts.screenshot_timeout).await?);
         let previous = self.last_decoded.lock().ok().and_then(|g| g.clone());
@@ -576,7 +730,7 @@ impl Inner {
             }
             let (png, image) = match mode {
                 ScreenshotMode::Png => (received.clone(), frame::decode_png(&received)?),
-                ScreenshotMode::Raw => {
+                _ => {
                     let img = frame::decode_raw(&received)?;
                     (bytes::Bytes::from(frame::encode_png(&img)?), img)
                 }
@@ -653,7 +807,37 @@ impl Inner {
         ))
     }
 
+    fn forget_geometry(&self) {
+        if let Ok(mut g) = self.geometry_cache.lock() {
+            *g = None;
+        }
+    }
+
+    /// Geometry, from the cache while the frame size is the one it was read with and it is
+    /// younger than [`AdbDeviceOptions::geometry_max_age`] (issue #12: not three commands
+    /// before every screenshot); else read from the phone.
     async fn geometry(&self) -> Result<ScreenGeometry> {
+        let frame = self.last_frame.lock().ok().and_then(|g| *g);
+        let cached = self.geometry_cache.lock().ok().and_then(|g| *g);
+        if let Some(c) = cached
+            && c.frame == frame
+            && c.read_at.elapsed() < self.opts.geometry_max_age
+        {
+            return Ok(c.geometry);
+        }
+        let geometry = self.read_geometry().await?;
+        if let Ok(mut g) = self.geometry_cache.lock() {
+            *g = Some(CachedGeometry {
+                geometry,
+                frame,
+                read_at: Instant::now(),
+            });
+        }
+        Ok(geometry)
+    }
+
+    /// `wm size`, `wm density` and `dumpsys input` (three commands).
+    async fn read_geometry(&self) -> Result<ScreenGeometry> {
         let size = self.wm_size().await?;
         let (nw, nh) = size.effective().ok_or_else(|| DeviceError::CommandFailed {
             command: "wm size".into(),
@@ -824,6 +1008,10 @@ impl Inner {
             Err(e) if bail(&e) => return Err(DeviceError::Cancelled),
             Err(e) => push("input", Err(fail(&e))),
         }
+        // The capture and input paths in use, and how to get the faster one (SPEC D8, D9).
+        for c in self.stream_checks().await {
+            checks.push(c);
+        }
         Ok(Readiness {
             serial: self.serial.clone(),
             checks,
@@ -978,14 +1166,44 @@ impl Device for AdbDevice {
     }
 
     async fn tap(&self, p: DevicePoint, cancel: &CancellationToken) -> Result<()> {
+        let g = Gesture::Touch {
+            from: (p.x, p.y),
+            to: (p.x, p.y),
+            ms: 0,
+        };
+        if let Some(r) = self
+            .with_cancel(cancel, self.inner.fast_input("tap", &g))
+            .await?
+        {
+            return Ok(r);
+        }
         let cmd = format!("input tap {} {}", p.x, p.y);
         self.with_cancel(cancel, self.inner.input(&cmd, Duration::ZERO))
             .await
     }
 
     async fn double_tap(&self, p: DevicePoint, cancel: &CancellationToken) -> Result<()> {
-        let cmd = format!("input tap {} {}", p.x, p.y);
+        let g = Gesture::Touch {
+            from: (p.x, p.y),
+            to: (p.x, p.y),
+            ms: 0,
+        };
         let i = &self.inner;
+        let fast = self
+            .with_cancel(cancel, async {
+                if i.fast_input("double tap", &g).await?.is_none() {
+                    return Ok(None);
+                }
+                if !i.opts.double_tap_gap.is_zero() {
+                    tokio::time::sleep(i.opts.double_tap_gap).await;
+                }
+                i.fast_input("double tap", &g).await
+            })
+            .await?;
+        if fast.is_some() {
+            return Ok(());
+        }
+        let cmd = format!("input tap {} {}", p.x, p.y);
         self.with_cancel(cancel, async {
             i.input(&cmd, Duration::ZERO).await?;
             if !i.opts.double_tap_gap.is_zero() {
@@ -1002,6 +1220,17 @@ impl Device for AdbDevice {
         duration_ms: u32,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let g = Gesture::Touch {
+            from: (p.x, p.y),
+            to: (p.x, p.y),
+            ms: duration_ms.max(1),
+        };
+        if let Some(r) = self
+            .with_cancel(cancel, self.inner.fast_input("long press", &g))
+            .await?
+        {
+            return Ok(r);
+        }
         let cmd = format!("input swipe {} {} {} {} {duration_ms}", p.x, p.y, p.x, p.y);
         let extra = Duration::from_millis(u64::from(duration_ms));
         self.with_cancel(cancel, self.inner.input(&cmd, extra))
@@ -1015,6 +1244,17 @@ impl Device for AdbDevice {
         duration_ms: u32,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let g = Gesture::Touch {
+            from: (from.x, from.y),
+            to: (to.x, to.y),
+            ms: duration_ms,
+        };
+        if let Some(r) = self
+            .with_cancel(cancel, self.inner.fast_input("swipe", &g))
+            .await?
+        {
+            return Ok(r);
+        }
         let cmd = format!(
             "input swipe {} {} {} {} {duration_ms}",
             from.x, from.y, to.x, to.y
@@ -1025,6 +1265,13 @@ impl Device for AdbDevice {
     }
 
     async fn key(&self, key: KeyCode, cancel: &CancellationToken) -> Result<()> {
+        let g = Gesture::Key(key.code());
+        if let Some(r) = self
+            .with_cancel(cancel, self.inner.fast_input("key", &g))
+            .await?
+        {
+            return Ok(r);
+        }
         let cmd = format!("input keyevent {}", key.code());
         self.with_cancel(cancel, self.inner.input(&cmd, Duration::ZERO))
             .await

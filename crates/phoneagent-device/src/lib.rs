@@ -67,6 +67,8 @@ mod ime;
 mod link;
 pub mod parse;
 mod server;
+mod settle;
+pub mod stream;
 pub mod text;
 mod types;
 mod wire;
@@ -82,6 +84,7 @@ pub use link::AdbLink;
 pub use server::{
     AdbServer, AdbServerAddr, ShellProtocol, choose_device, select_device, wait_for_device,
 };
+pub use settle::{Settle, same_pixels, settle_by_screenshots};
 pub use types::{
     DeviceError, DeviceInfo, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot, Transport,
 };
@@ -148,4 +151,17 @@ pub trait Device: Send + Sync {
 
     /// Preflight checks, each failure with a plain-language fix (SPEC D2).
     async fn readiness(&self, cancel: &CancellationToken) -> Result<Readiness>;
+
+    /// Wait after an action until the screen has settled (SPEC R4), as `how` says. Returns
+    /// the last frame taken while waiting (`Some` for [`Settle::UntilStill`]), which the
+    /// caller may use as the verification frame, or `None` after a fixed sleep.
+    ///
+    /// The default is [`settle_by_screenshots`]; a device with a live stream overrides it to
+    /// watch decoded frames instead of taking screenshots.
+    ///
+    /// # Errors
+    /// [`DeviceError::Cancelled`]; the screenshot's errors.
+    async fn settle(&self, how: Settle, cancel: &CancellationToken) -> Result<Option<Screenshot>> {
+        settle_by_screenshots(self, how, cancel).await
+    }
 }

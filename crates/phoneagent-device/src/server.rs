@@ -235,7 +235,7 @@ impl AdbServer {
     }
 
     /// Open `service` on the device `serial` (`host:transport:SERIAL`, then the service).
-    async fn open(&self, serial: &str, service: &str) -> Result<TcpStream> {
+    pub(crate) async fn open(&self, serial: &str, service: &str) -> Result<TcpStream> {
         let mut s = self.connect().await?;
         self.request(&mut s, &format!("host:transport:{serial}"), Some(serial))
             .await?;

@@ -436,6 +436,10 @@ struct Run {
     pending_prepare: Option<(usize, tokio::task::JoinHandle<Result<Prepared, String>>)>,
     /// The last captured frame, for the screen sequence number.
     last_frame: Option<Arc<image::RgbaImage>>,
+    /// Issue #12: the last verification frame and its stored hash, reused as the next planning
+    /// frame when nothing happened in between (no dispatch, capture, pause, human request or
+    /// device error: each clears it). Never a blocked frame.
+    plan_reuse: Option<(Obs, String)>,
     /// The last touch sent to the phone focused a credential field (its target read as a
     /// password / PIN / code field): the next `type_text` is a secret and meets the
     /// password-field rule of the gate (SPEC S3, P6).
@@ -562,6 +566,7 @@ impl Run {
             tail: Vec::new(),
             pending_prepare: None,
             last_frame: None,
+            plan_reuse: None,
             credential_field_focused: false,
             last_touch_point: None,
         }
@@ -804,6 +809,7 @@ impl Run {
         if !pause.is_paused() {
             return Ok(());
         }
+        self.plan_reuse = None;
         let before = self.agent.state().phase;
         self.set_phase(Phase::Paused);
         let waited = pause.wait_resumed(&self.cancel).await;
@@ -825,6 +831,14 @@ impl Run {
                 return Err(self.cancelled_flow());
             }
             self.pause_point().await?;
+            if purpose == "plan"
+                && let Some((obs, hash)) = self.plan_reuse.take()
+            {
+                // The verification frame of the step before, taken after its settle: the same
+                // screen a new capture would show now, without another 1.5 s `screencap`.
+                self.emit_observation(&obs, hash, 0, purpose);
+                return Ok(obs);
+            }
             match self.capture(purpose).await {
                 Ok(obs) if obs.shot.blocked => {
                     // Never plan on a black frame: ask the human (no tap is sent).
@@ -876,7 +890,29 @@ impl Run {
 
     /// Take a screenshot, store it, emit the observation.
     async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
+        self.plan_reuse = None;
         let shot = self.device().screenshot(&self.cancel).await?;
+        Ok(self.record_shot(shot, purpose).await?.0)
+    }
+
+    fn emit_observation(&self, obs: &Obs, screenshot: String, capture_ms: u32, purpose: &str) {
+        self.bus.emit(AgentEvent::Observation {
+            screenshot,
+            width: obs.shot.image.width(),
+            height: obs.shot.image.height(),
+            blocked: obs.shot.blocked,
+            screen_seq: obs.seq,
+            capture_ms,
+            purpose: purpose.to_string(),
+        });
+    }
+
+    /// Store a frame taken for `purpose`, emit its observation; `(observation, stored hash)`.
+    async fn record_shot(
+        &mut self,
+        shot: Screenshot,
+        purpose: &str,
+    ) -> Result<(Obs, String), DeviceError> {
         let key = Arc::as_ptr(&shot.image) as usize;
         if (purpose == "plan" || purpose == "verify")
             && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
@@ -923,32 +959,26 @@ impl Run {
             self.screen_seq += 1;
         }
         self.last_frame = Some(shot.image.clone());
-        self.bus.emit(AgentEvent::Observation {
-            screenshot: hash,
-            width: shot.image.width(),
-            height: shot.image.height(),
-            blocked: shot.blocked,
-            screen_seq: self.screen_seq,
-            capture_ms: shot.capture_ms,
-            purpose: purpose.to_string(),
-        });
+        let capture_ms = shot.capture_ms;
         let obs = Obs {
             shot,
             seq: self.screen_seq,
             geometry,
             change_from_previous,
         };
+        self.emit_observation(&obs, hash.clone(), capture_ms, purpose);
         if purpose == "plan" || purpose == "verify" {
             self.tail.push(obs.clone());
             if self.tail.len() > 3 {
                 self.tail.remove(0);
             }
         }
-        Ok(obs)
+        Ok((obs, hash))
     }
 
     /// Device errors: loss → wait for the same serial (D6); setup errors → abort; others → hard failure.
     async fn device_error_flow(&mut self, e: DeviceError, action_type: Option<&str>) -> Flow {
+        self.plan_reuse = None;
         if matches!(e, DeviceError::Cancelled) || self.cancel.is_cancelled() {
             return self.cancelled_flow();
         }
@@ -2070,6 +2100,7 @@ impl Run {
         kind: HumanRequestKind,
         detail: String,
     ) -> (String, HumanResponse) {
+        self.plan_reuse = None;
         self.set_phase(Phase::AwaitingHuman);
         let id = uuid::Uuid::new_v4().to_string();
         let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
@@ -2219,15 +2250,36 @@ impl Run {
         self.guards.record_dispatched(&action);
         // R4: verification by pixel diff.
         self.set_phase(Phase::Verifying);
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(self.cfg().settle_ms)) => {}
-            _ = self.cancel.cancelled() => return self.cancelled_flow(),
-        }
+        // The settle is the device's (a stream watches frames; screencap sleeps), and a
+        // settle that watched frames hands over its last one as the verification frame.
+        let settled = match self
+            .device()
+            .settle(self.cfg().settle(), &self.cancel)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => return self.device_error_flow(e, Some(action_type)).await,
+        };
+        let paused_before = self.paused_for;
         if let Err(f) = self.pause_point().await {
             return f;
         }
-        let after = match self.capture("verify").await {
-            Ok(o) => o,
+        let shot = match settled {
+            // A pause in between: the human may have changed the screen.
+            Some(shot) if self.paused_for == paused_before => Ok(shot),
+            _ => self.device().screenshot(&self.cancel).await,
+        };
+        let verified = match shot {
+            Ok(shot) => self.record_shot(shot, "verify").await,
+            Err(e) => Err(e),
+        };
+        let after = match verified {
+            Ok((after, hash)) => {
+                if !after.shot.blocked && self.cfg().reuse_verify_frame {
+                    self.plan_reuse = Some((after.clone(), hash));
+                }
+                after
+            }
             Err(e) => return self.device_error_flow(e, Some(action_type)).await,
         };
         // F4: the search guard reads where the screen changed (results under the box).

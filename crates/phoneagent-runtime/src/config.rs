@@ -70,6 +70,41 @@ impl Default for FreshnessConfig {
     }
 }
 
+/// "Settle until the screen stops changing", bounded (issue #12 item 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettleUntilStill {
+    /// The screen must stay unchanged this long, ms.
+    pub quiet_ms: u64,
+    /// Upper bound of the whole wait, ms.
+    pub max_ms: u64,
+    /// Least time between two frames, ms.
+    pub poll_ms: u64,
+}
+
+impl Default for SettleUntilStill {
+    fn default() -> Self {
+        Self {
+            quiet_ms: 150,
+            max_ms: 1500,
+            poll_ms: 50,
+        }
+    }
+}
+
+impl AgentConfig {
+    /// The device settle this config asks for.
+    pub fn settle(&self) -> phoneagent_device::Settle {
+        match self.settle_until_still {
+            None => phoneagent_device::Settle::Fixed(Duration::from_millis(self.settle_ms)),
+            Some(s) => phoneagent_device::Settle::UntilStill {
+                quiet: Duration::from_millis(s.quiet_ms),
+                max: Duration::from_millis(s.max_ms),
+                poll: Duration::from_millis(s.poll_ms),
+            },
+        }
+    }
+}
+
 /// Everything that shapes one run except the collaborators.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -91,8 +126,16 @@ pub struct AgentConfig {
     pub finish_verify: FinishVerifyMode,
     /// Max seconds of one `Wait` (A3).
     pub wait_max_secs: f64,
-    /// Settle time after a command before the verification screenshot, ms.
+    /// Settle time after a command before the verification screenshot, ms (the fixed settle).
     pub settle_ms: u64,
+    /// Settle until the screen stops changing instead of `settle_ms` (issue #12): `None`
+    /// (default) sleeps `settle_ms`; `Some` watches frames through [`phoneagent_device::Device::settle`]
+    /// (cheap with a live stream, a full capture per poll on `screencap`).
+    pub settle_until_still: Option<SettleUntilStill>,
+    /// Reuse a step's verification frame as the next step's planning frame when nothing
+    /// happened in between (issue #12: one screenshot fewer per step). Default false (opt-in)
+    /// until three runtime e2e tests that fail with it on are understood (see the speed report).
+    pub reuse_verify_frame: bool,
     /// Freshness thresholds (R3).
     pub freshness: FreshnessConfig,
     /// How long to wait for a lost device to come back (D6).
@@ -129,6 +172,8 @@ impl Default for AgentConfig {
             finish_verify: FinishVerifyMode::Auto,
             wait_max_secs: 10.0,
             settle_ms: 350,
+            settle_until_still: None,
+            reuse_verify_frame: false,
             gate_options: phoneagent_safety::GateOptions::default(),
             freshness: FreshnessConfig::default(),
             device_wait: Duration::from_secs(60),

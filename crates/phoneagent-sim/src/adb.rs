@@ -70,7 +70,7 @@ async fn okay_data(s: &mut TcpStream, data: &str) -> io::Result<()> {
 
 /// Half-close and wait (briefly) for the client to close, so our last bytes are not lost to a
 /// reset caused by unread client data.
-async fn finish(mut s: TcpStream) {
+pub(crate) async fn finish(mut s: TcpStream) {
     let _ = s.flush().await;
     let _ = s.shutdown().await;
     let mut sink = [0u8; 4096];
@@ -483,7 +483,8 @@ pub(crate) enum Mode {
     V1,
     /// `shell,v2,…:` — shell protocol packets with the exit code.
     V2,
-    /// `exec:` — raw stdout only.
+    /// `exec:` — the raw stream, no exit code; stderr is merged into it as on a real phone
+    /// (adbd's raw subprocess shares one socket for stdout and stderr).
     Exec,
 }
 
@@ -538,17 +539,30 @@ pub(crate) async fn run_command(
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
+    // SPEC V6: the command's cost on the phone, then the command, then the transfer of its
+    // output; all before the first response byte. Async sleeps: other streams go on, and a
+    // closed stream or a disconnect (the caller's select) cancels them.
+    let timing = slot.timing();
+    if !timing.is_instant() {
+        let (w, h) = slot.lock().frame_size();
+        let cost = timing.command_line(&shell::commands(&cmd), u64::from(w) * u64::from(h));
+        tokio::time::sleep(cost).await;
+    }
     let slot2 = slot.clone();
-    tokio::task::spawn_blocking(move || {
+    let out = tokio::task::spawn_blocking(move || {
         let mut p = slot2.lock();
         shell::exec(&mut p, &cmd, Instant::now())
     })
     .await
-    .map_err(io::Error::other)
+    .map_err(io::Error::other)?;
+    if !timing.is_instant() {
+        tokio::time::sleep(timing.transfer(out.stdout.len() + out.stderr.len())).await;
+    }
+    Ok(out)
 }
 
 async fn device_service(
-    mut s: TcpStream,
+    s: TcpStream,
     shared: &Arc<Shared>,
     slot: Arc<Slot>,
     link: CancellationToken,
@@ -557,6 +571,12 @@ async fn device_service(
     if req == "framebuffer:" {
         return framebuffer(s, shared, slot, link).await;
     }
+    // Streaming services (SPEC V7): sync:, localabstract:, app_process (scrcpy), screenrecord.
+    let s = match crate::streams::device_service(s, shared, &slot, &link, req).await? {
+        crate::streams::Handled::Done => return Ok(()),
+        crate::streams::Handled::NotMine(s) => s,
+    };
+    let mut s = s;
     let (mode, cmd) = match parse_service(req) {
         Ok(x) => x,
         Err(msg) => {
@@ -586,12 +606,11 @@ async fn device_service(
     Ok(())
 }
 
-/// The bytes a service sends for `out`: raw stdout (`exec:`), stdout then stderr (`shell:`),
+/// The bytes a service sends for `out`: stdout then stderr (`exec:` and `shell:`),
 /// or shell-protocol packets ending with the exit status (`shell,v2`).
 pub(crate) fn encode_output(mode: Mode, out: &ShellOutput) -> Vec<u8> {
     match mode {
-        Mode::Exec => out.stdout.clone(),
-        Mode::V1 => {
+        Mode::Exec | Mode::V1 => {
             let mut v = out.stdout.clone();
             v.extend_from_slice(&out.stderr);
             v
@@ -623,6 +642,11 @@ async fn framebuffer(
 ) -> io::Result<()> {
     let after = slot.lock().note_service();
     okay(&mut s).await?;
+    let timing = slot.timing();
+    tokio::select! {
+        _ = tokio::time::sleep(timing.framebuffer()) => {}
+        _ = link.cancelled() => return Ok(()),
+    }
     let slot2 = slot.clone();
     let frame = tokio::task::spawn_blocking(move || {
         let mut p = slot2.lock();
@@ -658,7 +682,11 @@ async fn framebuffer(
         head.extend_from_slice(&v.to_le_bytes());
     }
     let r = tokio::select! {
-        r = async { s.write_all(&head).await?; s.write_all(&f.rgba).await } => r,
+        r = async {
+            tokio::time::sleep(timing.transfer(head.len() + f.rgba.len())).await;
+            s.write_all(&head).await?;
+            s.write_all(&f.rgba).await
+        } => r,
         _ = link.cancelled() => return Ok(()),
     };
     if after == AfterService::Disconnect {

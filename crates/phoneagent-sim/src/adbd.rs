@@ -2,7 +2,7 @@
 //! and on `adb tcpip 5555`), on a loopback TCP port: ADB messages (24-byte header with
 //! checksum and magic), the CNXN/AUTH handshake with RSA token signatures verified against the
 //! keys the phone trusts (an unknown key shows the "Allow USB debugging?" prompt, answered per
-//! [`KeyPrompt`]), and streams (OPEN/OKAY/WRTE/CLSE with flow control) serving the same
+//! [`KeyPrompt`]), and streams (OPEN/OKAY/WRTE/CLSE, several at once, each with its own flow control) serving the same
 //! `shell:`, `shell,v2,…:` and `exec:` services as the adb-server face — through the same
 //! command handling (`adb::parse_service`, `adb::run_command`, `adb::encode_output`).
 //!
@@ -12,7 +12,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -20,8 +20,13 @@ use base64::Engine;
 use rsa::rand_core::{OsRng, RngCore};
 use rsa::{BigUint, Pkcs1v15Sign, RsaPublicKey};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::collections::HashMap;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use crate::adb;
 use crate::error::{Result, SimError};
@@ -285,7 +290,7 @@ fn bad(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-async fn read_msg(s: &mut TcpStream) -> io::Result<Msg> {
+async fn read_msg<R: AsyncRead + Unpin>(s: &mut R) -> io::Result<Msg> {
     let mut h = [0u8; 24];
     s.read_exact(&mut h).await?;
     let w = |i: usize| u32::from_le_bytes([h[i * 4], h[i * 4 + 1], h[i * 4 + 2], h[i * 4 + 3]]);
@@ -312,13 +317,8 @@ async fn read_msg(s: &mut TcpStream) -> io::Result<Msg> {
     })
 }
 
-async fn send(
-    s: &mut TcpStream,
-    command: u32,
-    arg0: u32,
-    arg1: u32,
-    data: &[u8],
-) -> io::Result<()> {
+/// One message, header and payload, ready to write.
+fn encode(command: u32, arg0: u32, arg1: u32, data: &[u8]) -> Vec<u8> {
     let sum = data.iter().fold(0u32, |a, b| a.wrapping_add(u32::from(*b)));
     let mut buf = Vec::with_capacity(24 + data.len());
     for v in [
@@ -332,7 +332,17 @@ async fn send(
         buf.extend_from_slice(&v.to_le_bytes());
     }
     buf.extend_from_slice(data);
-    s.write_all(&buf).await
+    buf
+}
+
+async fn send(
+    s: &mut TcpStream,
+    command: u32,
+    arg0: u32,
+    arg1: u32,
+    data: &[u8],
+) -> io::Result<()> {
+    s.write_all(&encode(command, arg0, arg1, data)).await
 }
 
 fn new_token() -> [u8; 20] {
@@ -341,7 +351,7 @@ fn new_token() -> [u8; 20] {
     t
 }
 
-/// One host connection: handshake, then streams one after another, until the host closes,
+/// One host connection: handshake, then any number of concurrent streams, until the host closes,
 /// the server stops, or the device vanishes (disconnect fault).
 async fn serve(
     mut s: TcpStream,
@@ -417,72 +427,185 @@ async fn session(
         adb::DEVICE_FEATURES
     );
     send(s, A_CNXN, A_VERSION, st.max_payload, banner.as_bytes()).await?;
-    let mut next_id: u32 = 1;
-    loop {
-        let m = read_msg(s).await?;
-        match m.command {
-            A_OPEN => {
-                let local = next_id;
-                next_id = next_id.wrapping_add(1).max(1);
-                let service = String::from_utf8_lossy(&m.data)
-                    .trim_end_matches('\0')
-                    .to_owned();
-                if !stream(s, shared, slot, local, m.arg0, &service, max).await? {
-                    return Ok(());
-                }
-            }
-            // Late acks / closes of finished streams; host writes (stdin) are not used.
-            A_OKAY | A_CLSE => {}
-            A_WRTE => send(s, A_OKAY, m.arg1, m.arg0, &[]).await?,
-            A_CNXN => return Err(bad("CNXN again on an open connection".into())),
-            _ => {}
-        }
-    }
+    streams(s, shared, slot, max).await
 }
 
-/// Serve one stream. Returns false when the connection must end (the device vanished).
-async fn stream(
+/// What the connection's reader tells one open stream.
+struct StreamCtl {
+    /// The host's OKAY for our last WRTE (flow control, per stream).
+    acks: mpsc::UnboundedSender<()>,
+    /// Cancelled by the host's CLSE.
+    closed: CancellationToken,
+}
+
+type Streams = Arc<Mutex<HashMap<u32, StreamCtl>>>;
+
+/// The multiplexed part of a connection (issue #12 item 6): every OPEN becomes its own task
+/// with its own local id, its own OKAY flow control and its own cancellation, so several
+/// streams run at once and their WRTEs interleave on the wire, as adbd does. One writer
+/// serializes the messages; the reader routes OKAY/CLSE/WRTE by our local id (`arg1`).
+async fn streams(
     s: &mut TcpStream,
     shared: &Arc<Shared>,
     slot: &Arc<Slot>,
-    local: u32,
-    remote: u32,
-    service: &str,
     max: u32,
-) -> io::Result<bool> {
-    let (mode, cmd) = match adb::parse_service(service) {
-        Ok(x) => x,
-        Err(msg) => {
-            tracing::debug!("adbd refuses {service:?}: {msg}");
-            send(s, A_CLSE, 0, remote, &[]).await?;
-            return Ok(true);
+) -> io::Result<()> {
+    let (mut rd, mut wr) = s.split();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let table: Streams = Arc::new(Mutex::new(HashMap::new()));
+    // Cancelled when a stream must end the connection (the device vanished); dropping the
+    // JoinSet when the connection ends aborts every stream still running.
+    let end = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+    // Set by a stream whose service fires the disconnect fault: the phone vanishes once the
+    // messages already queued (that service's output and CLSE) are on the wire.
+    let vanish = Arc::new(AtomicBool::new(false));
+    let writer = async {
+        loop {
+            // Each message is written whole: only the waits are raced.
+            tokio::select! {
+                biased;
+                buf = out_rx.recv() => match buf {
+                    Some(buf) => wr.write_all(&buf).await?,
+                    None => return io::Result::Ok(()),
+                },
+                _ = end.cancelled() => {
+                    while let Ok(buf) = out_rx.try_recv() {
+                        wr.write_all(&buf).await?;
+                    }
+                    wr.flush().await?;
+                    return Ok(());
+                }
+            }
         }
     };
-    let link = slot.lock().link.clone();
-    let Some((after, delay)) = adb::begin_service(slot, &link, &cmd) else {
-        return Ok(false);
-    };
-    send(s, A_OKAY, local, remote, &[]).await?;
-    let out = adb::run_command(slot, cmd, delay).await?;
-    let bytes = adb::encode_output(mode, &out);
-    'chunks: for chunk in bytes.chunks(max as usize) {
-        send(s, A_WRTE, local, remote, chunk).await?;
-        // Flow control: the next WRTE only after the host's OKAY.
+    let reader = async {
+        let mut next_id: u32 = 1;
         loop {
-            let m = read_msg(s).await?;
+            let m = read_msg(&mut rd).await?;
             match m.command {
-                A_OKAY if m.arg1 == local => break,
-                A_CLSE if m.arg1 == local => break 'chunks,
-                A_WRTE => send(s, A_OKAY, m.arg1, m.arg0, &[]).await?,
+                A_OPEN => {
+                    let local = next_id;
+                    next_id = next_id.wrapping_add(1).max(1);
+                    let service = String::from_utf8_lossy(&m.data)
+                        .trim_end_matches('\0')
+                        .to_owned();
+                    let (acks, rx) = mpsc::unbounded_channel();
+                    let closed = CancellationToken::new();
+                    lock(&table).insert(
+                        local,
+                        StreamCtl {
+                            acks,
+                            closed: closed.clone(),
+                        },
+                    );
+                    let ctx = StreamCtx {
+                        slot: slot.clone(),
+                        out: out_tx.clone(),
+                        local,
+                        remote: m.arg0,
+                        max,
+                        acks: rx,
+                        closed,
+                        end: end.clone(),
+                        vanish: vanish.clone(),
+                    };
+                    let table2 = table.clone();
+                    tasks.spawn(async move {
+                        if let Err(e) = ctx.serve(&service).await {
+                            tracing::debug!("adbd stream {local} ({service:?}) ended: {e}");
+                        }
+                        lock(&table2).remove(&local);
+                    });
+                }
+                A_OKAY => {
+                    if let Some(c) = lock(&table).get(&m.arg1) {
+                        let _ = c.acks.send(());
+                    }
+                }
+                A_CLSE => {
+                    if let Some(c) = lock(&table).remove(&m.arg1) {
+                        c.closed.cancel();
+                    }
+                }
+                // Host writes (stdin) are not used: acknowledged and dropped.
+                A_WRTE => {
+                    let _ = out_tx.send(encode(A_OKAY, m.arg1, m.arg0, &[]));
+                }
+                A_CNXN => return Err(bad("CNXN again on an open connection".into())),
                 _ => {}
             }
         }
-    }
-    send(s, A_CLSE, local, remote, &[]).await?;
-    if after == AfterService::Disconnect {
+    };
+    let r = tokio::select! {
+        r = reader => r,
+        r = writer => r,
+    };
+    drop(tasks);
+    if vanish.load(Ordering::SeqCst) {
         let away = slot.lock().disconnect(Instant::now());
         shared.after_disconnect(away);
-        return Ok(false);
     }
-    Ok(true)
+    r
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One open stream.
+struct StreamCtx {
+    slot: Arc<Slot>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    local: u32,
+    remote: u32,
+    max: u32,
+    acks: mpsc::UnboundedReceiver<()>,
+    closed: CancellationToken,
+    end: CancellationToken,
+    vanish: Arc<AtomicBool>,
+}
+
+impl StreamCtx {
+    fn send(&self, command: u32, arg0: u32, data: &[u8]) -> io::Result<()> {
+        self.out
+            .send(encode(command, arg0, self.remote, data))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "connection closed"))
+    }
+
+    async fn serve(mut self, service: &str) -> io::Result<()> {
+        let (mode, cmd) = match adb::parse_service(service) {
+            Ok(x) => x,
+            Err(msg) => {
+                tracing::debug!("adbd refuses {service:?}: {msg}");
+                return self.send(A_CLSE, 0, &[]);
+            }
+        };
+        let link = self.slot.lock().link.clone();
+        let Some((after, delay)) = adb::begin_service(&self.slot, &link, &cmd) else {
+            self.end.cancel();
+            return Ok(());
+        };
+        let local = self.local;
+        self.send(A_OKAY, local, &[])?;
+        let out = tokio::select! {
+            r = adb::run_command(&self.slot, cmd, delay) => r?,
+            _ = self.closed.cancelled() => return Ok(()),
+        };
+        let bytes = adb::encode_output(mode, &out);
+        for chunk in bytes.chunks(self.max as usize) {
+            self.send(A_WRTE, local, chunk)?;
+            // Flow control: the next WRTE of this stream only after the host's OKAY.
+            tokio::select! {
+                a = self.acks.recv() => if a.is_none() { return Ok(()) },
+                _ = self.closed.cancelled() => break,
+            }
+        }
+        self.send(A_CLSE, local, &[])?;
+        if after == AfterService::Disconnect {
+            self.vanish.store(true, Ordering::SeqCst);
+            self.end.cancel();
+        }
+        Ok(())
+    }
 }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::timing::TimingProfile;
+
 /// State a device is listed with in `host:devices` (SPEC D5: the device layer must skip
 /// `unauthorized` and `offline` devices with the fix to show the user).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +47,10 @@ pub struct SimDeviceConfig {
     pub state: SimDeviceState,
     /// Starting scenario, see [`crate::SCENARIOS`] (default `home`).
     pub scenario: String,
+    /// What each command costs on the phone (SPEC V6; default [`TimingProfile::instant`];
+    /// [`TimingProfile::real`] for a mid-range phone on USB 2).
+    #[serde(default)]
+    pub timing: TimingProfile,
 }
 
 impl SimDeviceConfig {
@@ -58,6 +64,7 @@ impl SimDeviceConfig {
             adb_keyboard: true,
             state: SimDeviceState::Device,
             scenario: "home".to_owned(),
+            timing: TimingProfile::instant(),
         }
     }
 }
@@ -87,6 +94,16 @@ impl SimConfig {
                 .collect(),
             allow_kill: false,
         }
+    }
+}
+
+impl SimConfig {
+    /// Give every device the timing profile `t` (SPEC V6).
+    pub fn with_timing(mut self, t: &TimingProfile) -> Self {
+        for d in &mut self.devices {
+            d.timing = t.clone();
+        }
+        self
     }
 }
 

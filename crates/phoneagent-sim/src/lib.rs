@@ -25,16 +25,25 @@ mod apps;
 mod apps_more;
 pub mod client;
 mod config;
+mod devfs;
 mod error;
+mod h264;
 mod phone;
+mod procout;
 mod render;
+mod scrcpy;
+mod screenrecord;
 mod screens;
 mod screens_more;
 mod screens_more2;
 mod server;
 mod shell;
+mod streams;
+mod sync;
+mod timing;
 mod truth;
 mod ui;
+mod videoenc;
 
 pub use adbd::{AdbdConfig, AdbdHandle, KeyPrompt};
 pub use apps::{INJECTION_TEXT_EN, INJECTION_TEXT_ZH, SCENARIOS};
@@ -42,7 +51,9 @@ pub use config::{SimConfig, SimDeviceConfig, SimDeviceState};
 pub use error::{Result, SimError};
 pub use phone::{ADB_IME, LATIN_IME};
 pub use render::font_path;
+pub use scrcpy::SCRCPY_SERVER_VERSION;
 pub use server::{SimPhoneHandle, SimServer};
+pub use timing::{TIMING_KEYS, TIMING_PROFILES, TimingProfile};
 pub use truth::{
     ChatMessage, DEFAULT_DIALOG_DELAY_MS, Element, Faults, GroundTruth, Mail, Order, OrderLine,
     SearchTruth, Subscription, Touch, TypedText, WalletTransfer,

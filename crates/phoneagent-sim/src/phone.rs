@@ -64,6 +64,8 @@ pub(crate) struct Phone {
     services_since_fault: u64,
     frame: Option<Frame>,
     glyphs: GlyphCache,
+    /// Files, abstract sockets and clipboard of the streaming services (SPEC V7).
+    pub dev: crate::devfs::DevState,
 }
 
 impl Phone {
@@ -102,6 +104,7 @@ impl Phone {
             services_since_fault: 0,
             frame: None,
             glyphs: GlyphCache::default(),
+            dev: crate::devfs::DevState::default(),
         })
     }
 

@@ -20,11 +20,21 @@ pub(crate) struct Slot {
     pub transport_id: u64,
     pub listed: SimDeviceState,
     pub phone: Mutex<Phone>,
+    /// What commands cost on this phone (SPEC V6).
+    pub timing: Mutex<crate::timing::TimingProfile>,
 }
 
 impl Slot {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Phone> {
         self.phone.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The timing profile in effect (a copy: figures may change between commands).
+    pub(crate) fn timing(&self) -> crate::timing::TimingProfile {
+        self.timing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -99,6 +109,7 @@ impl SimServer {
                 transport_id: i as u64 + 1,
                 listed: d.state,
                 phone: Mutex::new(Phone::new(d, now)?),
+                timing: Mutex::new(d.timing.clone()),
             }));
         }
         let listener = TcpListener::bind(("127.0.0.1", port))
@@ -220,6 +231,16 @@ impl SimPhoneHandle {
     /// Current ground truth (SPEC V3).
     pub fn ground_truth(&self) -> GroundTruth {
         self.slot.lock().ground_truth(Instant::now())
+    }
+
+    /// The timing profile in effect (SPEC V6).
+    pub fn timing(&self) -> crate::timing::TimingProfile {
+        self.slot.timing()
+    }
+
+    /// Replace the timing profile (SPEC V6); applies from the next command on.
+    pub fn set_timing(&self, t: crate::timing::TimingProfile) {
+        *self.slot.timing.lock().unwrap_or_else(|e| e.into_inner()) = t;
     }
 
     /// Replace the fault set (SPEC V4); see [`Faults`].

@@ -17,10 +17,10 @@ pub(crate) struct ShellOutput {
 }
 
 impl ShellOutput {
-    fn out(&mut self, s: &str) {
+    pub(crate) fn out(&mut self, s: &str) {
         self.stdout.extend_from_slice(s.as_bytes());
     }
-    fn err(&mut self, s: &str) {
+    pub(crate) fn err(&mut self, s: &str) {
         self.stderr.extend_from_slice(s.as_bytes());
     }
 }
@@ -124,12 +124,30 @@ fn parse(line: &str) -> Result<Vec<(Sep, Vec<String>)>, String> {
     Ok(cmds)
 }
 
+/// The words of a line that holds exactly one command (`None` for lists or bad quoting); the
+/// streaming services (scrcpy's `app_process`, `screenrecord`) are recognised with it.
+pub(crate) fn single_command(line: &str) -> Option<Vec<String>> {
+    let mut cmds = parse(line).ok()?;
+    if cmds.len() != 1 {
+        return None;
+    }
+    cmds.pop().map(|(_, w)| w)
+}
+
 /// First word of the first command (to spot `screencap` before running it).
 pub(crate) fn first_word(line: &str) -> Option<String> {
     parse(line)
         .ok()
         .and_then(|c| c.into_iter().next())
         .and_then(|(_, w)| w.into_iter().next())
+}
+
+/// Each command's words, as the shell splits the line (empty when it does not parse); for the
+/// timing profile.
+pub(crate) fn commands(line: &str) -> Vec<Vec<String>> {
+    parse(line)
+        .map(|c| c.into_iter().map(|(_, w)| w).collect())
+        .unwrap_or_default()
 }
 
 /// Run a command line.
@@ -184,6 +202,18 @@ fn run(phone: &mut Phone, w: &[String], now: Instant, out: &mut ShellOutput) -> 
         ["whoami"] => {
             out.out("shell\n");
             0
+        }
+        ["rm", rest @ ..] => {
+            // The phone's file system (SPEC V7): what `adb push` and `screencap FILE` wrote.
+            let force = rest.iter().any(|a| a.starts_with('-') && a.contains('f'));
+            let mut code = 0;
+            for p in rest.iter().filter(|a| !a.starts_with('-')) {
+                if !phone.dev.remove(p) && !force {
+                    out.err(&format!("rm: {p}: No such file or directory\n"));
+                    code = 1;
+                }
+            }
+            code
         }
         ["input", rest @ ..] => input(phone, rest, now, out),
         ["cmd", "input", rest @ ..] => input(phone, rest, now, out),
@@ -355,7 +385,7 @@ fn input(phone: &mut Phone, args: &[&str], now: Instant, out: &mut ShellOutput) 
 }
 
 /// Parse a key code (`3`, `KEYCODE_HOME`, `HOME`) into (name, key, typed char).
-fn keycode(s: &str) -> Option<(String, Key, Option<char>)> {
+pub(crate) fn keycode(s: &str) -> Option<(String, Key, Option<char>)> {
     let upper = s.to_ascii_uppercase();
     let name = upper.strip_prefix("KEYCODE_").unwrap_or(&upper);
     let code: u32 = match name.parse::<u32>() {
@@ -406,18 +436,22 @@ fn keycode(s: &str) -> Option<(String, Key, Option<char>)> {
 
 fn screencap(phone: &mut Phone, args: &[&str], out: &mut ShellOutput) -> u8 {
     let mut png = false;
+    let mut file: Option<&str> = None;
     for a in args {
         match *a {
             "-p" => png = true,
             "-d" | "-a" | "-j" => {}
             a if a.parse::<u64>().is_ok() => {}
+            path if file.is_none() && !path.starts_with('-') => file = Some(path),
             other => {
-                out.err(&format!(
-                    "screencap: writing to a file ({other}) is not supported by the virtual phone; use `screencap -p` on stdout\n"
-                ));
+                out.err(&format!("screencap: unknown option {other}\n"));
                 return 1;
             }
         }
+    }
+    if let Some(path) = file {
+        // `screencap [-p] FILE` (SPEC V7): PNG when asked or named `.png`, else raw.
+        return crate::devfs::screencap_to_file(phone, path, png, out);
     }
     if png {
         match phone.png() {

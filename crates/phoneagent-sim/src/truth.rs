@@ -11,7 +11,7 @@ pub const DEFAULT_DIALOG_DELAY_MS: u64 = 300;
 /// Injected faults (SPEC V4). `set_faults` / `host:sim-fault` **replace** the whole set: fields
 /// left out of the JSON are off.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)] // an unknown fault name is an error naming the known ones (issue #12)
 pub struct Faults {
     /// Every screenshot is an all-black frame of the right size (a protected window).
     pub black_frames: bool,

@@ -5,7 +5,7 @@
 
 use anyhow::Context as _;
 use phoneagent_sim::{
-    AdbdConfig, Faults, KeyPrompt, SimConfig, SimDeviceConfig, SimServer, client,
+    AdbdConfig, Faults, KeyPrompt, SimConfig, SimDeviceConfig, SimServer, TimingProfile, client,
 };
 
 use super::Global;
@@ -43,6 +43,15 @@ pub enum SimCommand {
         /// host stays unauthorized) instead of accepting it.
         #[arg(long, requires = "adbd_port")]
         adbd_refuse: bool,
+        /// What each command costs on the phone (SPEC V6): `instant` (default, for tests) or
+        /// `real` (a mid-range phone on USB 2: `screencap -p` ≈1.5 s at 1080×2400, `input`
+        /// ≈230 ms, …; the table is in crates/phoneagent-sim/README.md).
+        #[arg(long, default_value = "instant", value_parser = ["instant", "real"])]
+        timing: String,
+        /// Change figures of the timing profile: KEY=VALUE[,KEY=VALUE…], e.g.
+        /// `input_ms=180,screencap_png_ms_per_mpx=600` (keys: see the README table).
+        #[arg(long, value_name = "KEY=VALUE,…")]
+        timing_set: Option<String>,
     },
     /// Print the ground truth of a running virtual phone as JSON.
     State {
@@ -94,12 +103,19 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
             allow_kill,
             adbd_port,
             adbd_refuse,
+            timing,
+            timing_set,
         } => {
+            let mut profile = TimingProfile::named(&timing)?;
+            if let Some(spec) = &timing_set {
+                profile.apply_overrides(spec)?;
+            }
             let config = SimConfig {
                 devices: (1..=devices)
                     .map(|i| SimDeviceConfig {
                         adb_keyboard: !no_adb_keyboard,
                         scenario: scenario.clone(),
+                        timing: profile.clone(),
                         ..SimDeviceConfig::new(format!("virtual-phone-{i}"))
                     })
                     .collect(),
@@ -107,10 +123,15 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
             };
             let sim = SimServer::start(config, port).await?;
             outln!(
-                "virtual phone {} listening on {} (adb -P {} devices)",
+                "virtual phone {} listening on {} (adb -P {} devices){}",
                 sim.serials().join(","),
                 sim.addr(),
-                sim.port()
+                sim.port(),
+                if profile.is_instant() {
+                    String::new()
+                } else {
+                    format!(" with {timing} phone timing")
+                }
             );
             if let Some(p) = adbd_port {
                 let adbd = sim
@@ -146,7 +167,7 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
         SimCommand::Fault { port, serial, json } => {
             let faults: Faults = serde_json::from_str(&json).with_context(|| {
                 format!(
-                    "faults must be JSON like '{{\"black_frames\":true,\"rotation\":1}}' (got {json:?})"
+                    "faults must be JSON like '{{\"black_frames\":true,\"rotation\":1}}' with known fault names (got {json:?})"
                 )
             })?;
             client::set_faults(port, serial.as_deref(), &faults).await?;

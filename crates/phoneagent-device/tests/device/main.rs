@@ -7,6 +7,7 @@
 mod direct;
 mod real_adb;
 mod sim_contract;
+mod stream;
 
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr};
 use phoneagent_sim::{SimConfig, SimServer};

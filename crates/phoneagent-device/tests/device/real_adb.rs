@@ -173,3 +173,83 @@ async fn real_adb_connects_to_the_sims_adbd_and_our_client_reuses_its_key() {
         "the key adb made is already trusted"
     );
 }
+
+/// Issue #12 item 6: the adbd face serves several streams at once. Debian's adb server
+/// multiplexes every client command over its one connection to the phone, so ten parallel
+/// `adb exec-out screencap -p` are ten concurrent streams (before the fix: one PNG and nine
+/// timeouts). Each must come back as the phone's exact PNG; an `adb shell` beside them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_parallel_exec_out_screencaps_through_real_adb_all_succeed() {
+    use phoneagent_sim::{AdbdConfig, SimConfig, SimServer};
+    let Some(adb) = RealAdb::start() else { return };
+    let sim = SimServer::start(SimConfig::default(), 0).await.unwrap();
+    let adbd = sim
+        .start_adbd(
+            AdbdConfig {
+                // Small WRTEs: each PNG takes many flow-control round trips, so the streams
+                // really interleave.
+                max_payload: 16 * 1024,
+                ..AdbdConfig::default()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let target = format!("127.0.0.1:{}", adbd.port());
+    let (port, home) = (adb.port, adb.home.path().to_owned());
+    let adb_cmd = move |args: Vec<String>| {
+        let (home, mut full) = (home.clone(), vec!["-P".to_string(), port.to_string()]);
+        full.extend(args);
+        tokio::task::spawn_blocking(move || {
+            Command::new("timeout")
+                .arg("30")
+                .arg("adb")
+                .args(&full)
+                .env("HOME", &home)
+                .env_remove("ADB_SERVER_SOCKET")
+                .env_remove("ANDROID_ADB_SERVER_PORT")
+                .env_remove("ANDROID_SERIAL")
+                .output()
+                .unwrap()
+        })
+    };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    adb_cmd(s(&["connect", &target])).await.unwrap();
+    let server =
+        AdbServer::new(AdbServerAddr::parse(&format!("tcp:127.0.0.1:{}", adb.port)).unwrap());
+    for _ in 0..100 {
+        if server.state_of(&target).await.unwrap() == Some(phoneagent_device::DeviceState::Device) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let want = sim
+        .phone("virtual-phone-1")
+        .unwrap()
+        .screenshot_png()
+        .unwrap();
+    let mut jobs = Vec::new();
+    for _ in 0..10 {
+        jobs.push(adb_cmd(s(&["-s", &target, "exec-out", "screencap", "-p"])));
+    }
+    jobs.push(adb_cmd(s(&["-s", &target, "shell", "echo", "beside"])));
+    let mut outs = Vec::new();
+    for j in jobs {
+        outs.push(j.await.unwrap());
+    }
+    let echo = outs.pop().unwrap();
+    assert_eq!(String::from_utf8_lossy(&echo.stdout).trim(), "beside");
+    let good = outs
+        .iter()
+        .filter(|o| o.status.success() && o.stdout == want)
+        .count();
+    assert_eq!(
+        good,
+        10,
+        "parallel screencaps that came back whole: {:?}",
+        outs.iter()
+            .map(|o| (o.status.code(), o.stdout.len()))
+            .collect::<Vec<_>>()
+    );
+    let _ = adb_cmd(s(&["disconnect", &target])).await;
+}

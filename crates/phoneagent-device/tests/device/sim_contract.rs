@@ -640,14 +640,25 @@ async fn readiness_of_a_healthy_phone() {
             "rotation",
             "adb_keyboard",
             "screenshot",
-            "input"
+            "input",
+            "capture",
+            "input_path"
         ]
     );
     assert!(
-        r.checks.iter().all(|c| c.ok && c.fix.is_none()),
+        r.checks
+            .iter()
+            .filter(|c| c.name != "capture" && c.name != "input_path")
+            .all(|c| c.ok && c.fix.is_none()),
         "{:?}",
         r.checks
     );
+    // The capture/input paths in use, with how to get the faster one (SPEC D8, D9).
+    let cap = r.checks.iter().find(|c| c.name == "capture").unwrap();
+    assert_eq!(cap.detail, "png");
+    assert!(cap.fix.as_deref().unwrap().contains("SCRCPY_SERVER_PATH"));
+    let input = r.checks.iter().find(|c| c.name == "input_path").unwrap();
+    assert_eq!(input.detail, "shell input");
     assert!(r.ready());
     assert_eq!(r.checks[1].detail, "1080x2400");
     assert_eq!(r.checks[2].detail, "420 dpi");
@@ -668,4 +679,76 @@ async fn readiness_of_an_unauthorized_phone_names_the_fix() {
     assert_eq!(r.checks.len(), 1);
     assert!(!r.checks[0].ok);
     assert!(r.checks[0].fix.as_deref().unwrap().contains("connect"));
+}
+
+/// Issue #12 item 3: geometry is read once (three commands), not before every screenshot;
+/// a frame whose size flips (a rotation) makes it read again, so rotation is still seen.
+#[tokio::test]
+async fn geometry_is_cached_until_the_frame_size_changes() {
+    let (sim, dev) = one_phone().await;
+    let phone = sim.phone("virtual-phone-1").unwrap();
+    let c = CancellationToken::new();
+    let services = || phone.ground_truth().shell_commands;
+    dev.screenshot(&c).await.unwrap();
+    let g = dev.geometry(&c).await.unwrap();
+    assert_eq!(g.rotation, Rotation::R0);
+    let before = services();
+    for _ in 0..3 {
+        dev.screenshot(&c).await.unwrap();
+        assert_eq!(dev.geometry(&c).await.unwrap(), g);
+    }
+    assert_eq!(
+        services() - before,
+        3,
+        "three screenshots and no geometry command"
+    );
+    phone.set_faults(Faults {
+        rotation: 1,
+        ..Faults::default()
+    });
+    let shot = dev.screenshot(&c).await.unwrap();
+    assert_eq!(shot.image.dimensions(), (2400, 1080));
+    let g = dev.geometry(&c).await.unwrap();
+    assert_eq!(g.rotation, Rotation::R90);
+    assert_eq!((g.width_px, g.height_px), (2400, 1080));
+}
+
+/// The default settle: `Fixed` takes no frame; `UntilStill` on a still screen ends with a
+/// frame of the current screen (the verification frame), bounded by `max`.
+#[tokio::test]
+async fn default_settle_until_still_returns_the_settled_frame() {
+    use phoneagent_device::Settle;
+    let (sim, dev) = one_phone().await;
+    let phone = sim.phone("virtual-phone-1").unwrap();
+    let c = CancellationToken::new();
+    let before = phone.ground_truth().shell_commands;
+    let none = dev
+        .settle(Settle::Fixed(std::time::Duration::ZERO), &c)
+        .await
+        .unwrap();
+    assert!(none.is_none());
+    assert_eq!(phone.ground_truth().shell_commands, before);
+    let shot = dev
+        .settle(
+            Settle::UntilStill {
+                quiet: std::time::Duration::from_millis(20),
+                max: std::time::Duration::from_secs(5),
+                poll: std::time::Duration::from_millis(10),
+            },
+            &c,
+        )
+        .await
+        .unwrap()
+        .expect("a frame");
+    assert_eq!(&shot.png[..], &phone.screenshot_png().unwrap()[..]);
+    assert!(phone.ground_truth().shell_commands - before >= 2);
+    c.cancel();
+    let e = dev
+        .settle(Settle::Fixed(std::time::Duration::from_secs(5)), &c)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, phoneagent_device::DeviceError::Cancelled),
+        "{e}"
+    );
 }

@@ -10,3 +10,5 @@ mod faults;
 mod protocol;
 mod render;
 mod stock_adb;
+mod streams;
+mod timing;
