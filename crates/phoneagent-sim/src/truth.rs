@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Default delay of the coupon dialog that pops up over the product page, in ms.
-pub const DEFAULT_DIALOG_DELAY_MS: u64 = 300;
+/// Default delay of the coupon dialog that pops up over the product page, in ms: 0, so the
+/// dialog is on the first frame of the page (no race between the host's speed and the dialog in
+/// scripted runs). A dialog that appears *later* (between planning and dispatch) is the explicit
+/// fault `dialog_delay_ms`.
+pub const DEFAULT_DIALOG_DELAY_MS: u64 = 0;
 
 /// Injected faults (SPEC V4). `set_faults` / `host:sim-fault` **replace** the whole set: fields
 /// left out of the JSON are off.
@@ -31,7 +34,7 @@ pub struct Faults {
     /// Display rotation in quarter turns `0..=3` (1 and 3 are landscape: frames become e.g.
     /// 2400x1080, `wm size` keeps the natural size, `SurfaceOrientation` follows).
     pub rotation: u8,
-    /// Delay of the coupon dialog after the product page opens, in ms (`None`: 300).
+    /// Delay of the coupon dialog after the product page opens, in ms (`None`: [`DEFAULT_DIALOG_DELAY_MS`], 0).
     pub dialog_delay_ms: Option<u64>,
     /// Never show the coupon dialog.
     pub dialog_disabled: bool,

@@ -691,6 +691,9 @@ async fn each_planning_request_carries_its_own_planning_frame() {
     let mut h = Harness::new(BUY, Opts::default()).await;
     let out = h.run("Buy the first product in the shop").await;
     assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+    // The script went as written (no re-plan, no retried request): the order is in the phone.
+    let t = h.truth();
+    assert_eq!((t.orders_placed, t.payments_confirmed), (1, 1), "{t:?}");
     let events = h.drain();
     let expected: Vec<String> = events
         .iter()
