@@ -400,6 +400,57 @@ enum Flow {
     End(RunStatus, String, String),
 }
 
+/// Size of a model answer in bytes: visible text, reasoning and tool call arguments.
+fn answer_bytes(r: &ChatResponse) -> usize {
+    r.content.len()
+        + r.reasoning.as_ref().map_or(0, String::len)
+        + r.tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>()
+}
+
+/// Split an answer over the size limit into what is recorded (its first
+/// [`crate::ANSWER_HEAD_BYTES`] and a note) and what the parser sees (only the note: nothing
+/// in it parses as an action, so the model is asked again, A4).
+fn over_long_answer(
+    resp: ChatResponse,
+    size: usize,
+    limit: usize,
+) -> (ChatResponse, ChatResponse, adapters::Rejection) {
+    let note = format!(
+        "[answer_too_long: {size} bytes, over the limit of {limit} bytes; answer with one short action]"
+    );
+    let rejection = adapters::Rejection {
+        kind: "answer_too_long".into(),
+        message: format!(
+            "Your answer was {size} bytes, over the limit of {limit} bytes, and was not read. \
+             Think briefly and answer with one action."
+        ),
+    };
+    let whole = match &resp.reasoning {
+        Some(r) => format!("<think>{r}</think>{}", resp.content),
+        None => resp.content.clone(),
+    };
+    let mut cut = crate::ANSWER_HEAD_BYTES.min(whole.len());
+    while !whole.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let recorded = ChatResponse {
+        content: format!("{}… {note}", &whole[..cut]),
+        reasoning: None,
+        tool_calls: Vec::new(),
+        ..resp.clone()
+    };
+    let refused = ChatResponse {
+        content: note,
+        reasoning: None,
+        tool_calls: Vec::new(),
+        ..resp
+    };
+    (recorded, refused, rejection)
+}
+
 /// Signature of a dispatched action for the repeat guard.
 #[derive(Debug, Clone, PartialEq)]
 struct Signature(String);
@@ -447,6 +498,12 @@ struct Run {
     /// Where the last touch sent to the phone landed (device px): the focused field a
     /// `type_text` types into, read by the screen reader (SPEC S10, P6).
     last_touch_point: Option<(u32, u32)>,
+    /// The field reading made while registering an answer's secrets (SPEC P6): (address of the
+    /// planning frame, point, reading), reused by the gate's read of the same `type_text` so
+    /// the field is read once.
+    field_read: Option<(usize, (u32, u32), phoneagent_protocol::ScreenReading)>,
+    /// The last actor answer was over the size limit: its rejection, taken by the parse.
+    refused_answer: Option<adapters::Rejection>,
 }
 
 impl Run {
@@ -568,6 +625,8 @@ impl Run {
             last_frame: None,
             plan_reuse: None,
             credential_field_focused: false,
+            field_read: None,
+            refused_answer: None,
             last_touch_point: None,
         }
     }
@@ -1354,6 +1413,7 @@ impl Run {
         req: ChatRequest,
         kind: CallKind,
         image: (u32, u32),
+        obs: &Obs,
     ) -> Result<ChatResponse, Flow> {
         self.set_phase(Phase::Planning);
         let actor = self.agent.parts.actor.clone();
@@ -1366,7 +1426,16 @@ impl Run {
         match result {
             Ok(resp) => {
                 // SPEC P6: register typed secrets before the answer is recorded anywhere.
-                self.register_secrets(&resp, image);
+                self.register_secrets(&resp, image, obs).await;
+                let size = answer_bytes(&resp);
+                if size > self.cfg().max_answer_bytes {
+                    // Never acted on, never stored whole (issue #11): its head is the record.
+                    let limit = self.cfg().max_answer_bytes;
+                    let (recorded, refused, rejection) = over_long_answer(resp, size, limit);
+                    self.account(Role::Actor, kind, &actor, Ok(&recorded));
+                    self.refused_answer = Some(rejection);
+                    return Ok(refused);
+                }
                 self.account(Role::Actor, kind, &actor, Ok(&resp));
                 Ok(resp)
             }
@@ -1427,6 +1496,23 @@ impl Run {
         }
     }
 
+    /// Parse the actor's answer (A1–A5); an answer refused for its size is its rejection.
+    fn parse_actor(&mut self, resp: &ChatResponse, prepared: &Prepared) -> adapters::Parsed {
+        if let Some(r) = self.refused_answer.take() {
+            return adapters::Parsed {
+                actions: vec![Err(r)],
+            };
+        }
+        adapters::parse_response(
+            resp,
+            self.protocol(),
+            self.cfg(),
+            self.contract,
+            (prepared.sent_w, prepared.sent_h),
+            &self.task,
+        )
+    }
+
     async fn plan_and_act(&mut self, obs: Obs, extra_confirmation: bool) -> Flow {
         let prepared = match self.pending_prepare.take() {
             Some((frame, job)) if frame == Arc::as_ptr(&obs.shot.image) as usize => job
@@ -1447,20 +1533,18 @@ impl Run {
         let req = self.build_request(&prepared, extra_confirmation, None);
         self.feedback.clear();
         let resp = match self
-            .call_actor(req, CallKind::Planning, (prepared.sent_w, prepared.sent_h))
+            .call_actor(
+                req,
+                CallKind::Planning,
+                (prepared.sent_w, prepared.sent_h),
+                &obs,
+            )
             .await
         {
             Ok(r) => r,
             Err(f) => return f,
         };
-        let mut parsed = adapters::parse_response(
-            &resp,
-            self.protocol(),
-            self.cfg(),
-            self.contract,
-            (prepared.sent_w, prepared.sent_h),
-            &self.task,
-        );
+        let mut parsed = self.parse_actor(&resp, &prepared);
         // A4: one bounded same-step protocol retry; the device is not touched until a valid action arrives.
         if let Some(err) = parsed.first_error() {
             self.bus.emit(AgentEvent::ProtocolRejected {
@@ -1474,20 +1558,14 @@ impl Run {
                     req,
                     CallKind::ProtocolRetry,
                     (prepared.sent_w, prepared.sent_h),
+                    &obs,
                 )
                 .await
             {
                 Ok(r) => r,
                 Err(f) => return f,
             };
-            parsed = adapters::parse_response(
-                &resp,
-                self.protocol(),
-                self.cfg(),
-                self.contract,
-                (prepared.sent_w, prepared.sent_h),
-                &self.task,
-            );
+            parsed = self.parse_actor(&resp, &prepared);
             if let Some(err) = parsed.first_error() {
                 self.bus.emit(AgentEvent::ProtocolRejected {
                     attempt: 2,
@@ -1582,9 +1660,17 @@ impl Run {
         self.record_turn(action, result, false);
     }
 
+    /// True when `text` typed now is a secret (SPEC P6): the last touch focused a credential
+    /// field, or the text has a credential's shape.
+    fn typed_secret(&self, text: &str) -> bool {
+        self.credential_field_focused || crate::secrets::is_secret_shape(text)
+    }
+
     /// Register the secrets an answer will type (SPEC P6): text for a credential field (the
-    /// last touch focused one) or with a credential shape. Called before the answer is recorded.
-    fn register_secrets(&mut self, resp: &ChatResponse, image: (u32, u32)) {
+    /// last touch focused one, or the screen reader reads the focused field's label as one) or
+    /// with a credential shape. Called before the answer is recorded anywhere, so a password
+    /// never reaches a `model_call` event, the store or an export in the clear.
+    async fn register_secrets(&mut self, resp: &ChatResponse, image: (u32, u32), obs: &Obs) {
         let parsed = adapters::parse_response(
             resp,
             self.protocol(),
@@ -1593,11 +1679,32 @@ impl Run {
             image,
             &self.task,
         );
-        for (_, a) in parsed.actions.iter().flatten() {
-            if let ActionKind::Type { text } = &a.kind
-                && (self.credential_field_focused || crate::secrets::is_secret_shape(text))
-            {
-                self.bus.secrets().add(text);
+        let typed: Vec<String> = parsed
+            .actions
+            .iter()
+            .flatten()
+            .filter_map(|(_, a)| match &a.kind {
+                ActionKind::Type { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        if typed.is_empty() {
+            return;
+        }
+        // The touch's own reading did not say "credential field": read the field's label on
+        // the planning frame now (the gate reuses this reading).
+        if !self.credential_field_focused
+            && let Some(reading) = self.read_field(obs).await
+            && reading
+                .field_label
+                .as_deref()
+                .is_some_and(crate::secrets::is_credential_label)
+        {
+            self.credential_field_focused = true;
+        }
+        for text in typed {
+            if self.typed_secret(&text) {
+                self.bus.secrets().add(&text);
             }
         }
     }
@@ -1606,7 +1713,7 @@ impl Run {
         // SPEC P6: from here on the run sees the placeholder; only the device command gets the
         // real text back (`send`).
         if let ActionKind::Type { text } = &action.kind
-            && (self.credential_field_focused || crate::secrets::is_secret_shape(text))
+            && self.typed_secret(text)
         {
             self.bus.secrets().add(text);
         }

@@ -155,6 +155,12 @@ pub struct AgentConfig {
     /// Longest task accepted, in characters; a longer one is refused before the run starts
     /// ([`crate::RuntimeError::TaskTooLong`]). Default [`crate::DEFAULT_MAX_TASK_CHARS`].
     pub max_task_chars: usize,
+    /// Largest model answer accepted, in bytes: visible text, reasoning (`<think>`) and tool
+    /// call arguments together. A larger one is not parsed (protocol error
+    /// `answer_too_long`, the model is told the limit and asked again, A4) and only its first
+    /// [`crate::ANSWER_HEAD_BYTES`] are recorded. Default [`crate::DEFAULT_MAX_ANSWER_BYTES`]
+    /// (64 KiB).
+    pub max_answer_bytes: usize,
     /// Longest `Retry-After` a model server may ask the run to wait (also bounded by the
     /// run's remaining wall time); a longer one stops the run with `model_rate_limited`
     /// instead of asking again (issue #11 item 8). Default 60 s.
@@ -184,6 +190,7 @@ impl Default for AgentConfig {
             lang: Lang::En,
             demo: false,
             max_task_chars: crate::DEFAULT_MAX_TASK_CHARS,
+            max_answer_bytes: crate::DEFAULT_MAX_ANSWER_BYTES,
             max_rate_limit_wait: Duration::from_secs(60),
         }
     }

@@ -80,6 +80,13 @@ pub enum RuntimeError {
 /// person, in characters.
 pub const DEFAULT_MAX_TASK_CHARS: usize = 4000;
 
+/// Default largest model answer accepted, bytes (64 KiB: a long `<think>` block and an
+/// action fit many times over; [`config::AgentConfig::max_answer_bytes`]).
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// How much of an over-long answer is recorded, bytes (the rest is dropped, never stored).
+pub const ANSWER_HEAD_BYTES: usize = 2048;
+
 /// Refuse a task longer than `limit` characters (Unicode scalar values).
 ///
 /// # Errors

@@ -27,6 +27,7 @@ pub const SCENARIOS: &[&str] = &[
     "settings",
     "search",
     "login",
+    "login_password_focused",
     "notice",
     // apps_more.rs
     "mail_draft",
@@ -384,6 +385,15 @@ impl World {
             "settings" => w.stack_to(&[Screen::Home], Screen::Settings),
             "search" => w.stack_to(&[Screen::Home], Screen::Search),
             "login" => w.stack_to(&[Screen::Home], Screen::Login),
+            // The app filled the saved user name and put the cursor in the password field:
+            // a `type_text` with no touch before it types the password.
+            "login_password_focused" => {
+                w.stack_to(&[Screen::Home], Screen::Login);
+                if let Some(u) = w.fields.get_mut("login.username") {
+                    *u = "alice".to_string();
+                }
+                w.focused = Some("login.password");
+            }
             "notice" => w.stack_to(&[Screen::Home], Screen::Notice),
             other if w.more_scenario(other) => {}
             other => {

@@ -310,6 +310,15 @@ impl ScreenReader {
         reading
     }
 
+    /// The text lines of the whole frame nearest `point` (px of `img`), at most `max_lines`,
+    /// in reading order. For a `type_text` whose focused field is not known (focus moved by a
+    /// key, not a touch): the runtime looks for a credential field anywhere on the screen (SPEC
+    /// P6). Costs one OCR call per line (≈10–40 ms each on one core).
+    pub fn screen_text(&self, img: &RgbaImage, point: (u32, u32), max_lines: usize) -> Vec<String> {
+        let mut ocr = |r: phoneagent_protocol::PxRect, bg: geometry::Rgb| self.ocr_line(img, r, bg);
+        read::screen_text(img, point, max_lines, &mut ocr)
+    }
+
     /// OCR one line in box `r` (px) drawn on background `bg`; `None` when it holds no text.
     pub fn ocr_line(
         &self,

@@ -471,6 +471,16 @@ fn read_field_label(
 }
 
 /// Other text lines of the screen, nearest the point first, returned top to bottom.
+/// [`read_screen_lines`] on the frame's own grid (for [`crate::ScreenReader::screen_text`]).
+pub(crate) fn screen_text(
+    img: &RgbaImage,
+    p: (u32, u32),
+    max: usize,
+    ocr: &mut LineReader<'_>,
+) -> Vec<String> {
+    read_screen_lines(img, p, grid_step(img), max, ocr)
+}
+
 fn read_screen_lines(
     img: &RgbaImage,
     p: (u32, u32),

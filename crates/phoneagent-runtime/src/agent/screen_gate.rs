@@ -134,6 +134,10 @@ pub(super) fn summarize(r: &ScreenReading) -> String {
     out
 }
 
+/// Text lines read when a `type_text` has no touch before it (its field was focused when the
+/// page opened): enough for a login form or a payment sheet.
+const FOCUS_UNKNOWN_LINES: usize = 16;
+
 impl Run {
     /// Read the planning frame around `action`'s target (SPEC S10). Touches read at their point;
     /// `type_text` reads the field the last touch focused. `None` without a reader, or for a
@@ -155,14 +159,15 @@ impl Run {
             ActionKind::Type { .. } => (self.last_touch_point?, ReadPurpose::Type),
             _ => return None,
         };
-        let img = obs.shot.image.clone();
-        // The phase span lives on the blocking thread: an entered span must not cross an await.
-        let reading = tokio::task::spawn_blocking(move || {
-            let _phase = crate::phase!("screen_read");
-            reader.read(&img, point, purpose)
-        })
-        .await
-        .ok()?;
+        let frame = Arc::as_ptr(&obs.shot.image) as usize;
+        let reused = match self.field_read.take() {
+            Some((f, p, r)) if purpose == ReadPurpose::Type && f == frame && p == point => Some(r),
+            _ => None,
+        };
+        let reading = match reused {
+            Some(r) => r,
+            None => Self::ocr(reader, obs, point, purpose).await?,
+        };
         self.bus.emit(AgentEvent::ScreenRead {
             tool: action.kind.name().into(),
             point: Some(phoneagent_protocol::DevicePoint {
@@ -171,6 +176,54 @@ impl Run {
             }),
             reading: reading.clone(),
         });
+        Some(reading)
+    }
+
+    /// Read the field the last touch focused on the planning frame (SPEC P6), before the
+    /// answer that types into it is recorded; kept for the gate's read of the same frame and
+    /// point. With no touch before (a field focused when its page opened, such as a payment
+    /// password sheet), the screen's text lines are read instead and the first credential
+    /// label among them is the field's label. `None` without a reader.
+    pub(super) async fn read_field(&mut self, obs: &Obs) -> Option<ScreenReading> {
+        let reader = self.agent.screen_reader.clone()?;
+        let Some(point) = self.last_touch_point else {
+            let img = obs.shot.image.clone();
+            let centre = (img.width() / 2, img.height() / 2);
+            let lines = tokio::task::spawn_blocking(move || {
+                let _phase = crate::phase!("screen_read");
+                reader.screen_text(&img, centre, FOCUS_UNKNOWN_LINES)
+            })
+            .await
+            .ok()?;
+            let label = lines
+                .into_iter()
+                .find(|l| crate::secrets::is_credential_label(l))?;
+            return Some(ScreenReading {
+                field_label: Some(label),
+                ..ScreenReading::default()
+            });
+        };
+        let reading = Self::ocr(reader, obs, point, ReadPurpose::Type).await?;
+        let frame = Arc::as_ptr(&obs.shot.image) as usize;
+        self.field_read = Some((frame, point, reading.clone()));
+        Some(reading)
+    }
+
+    /// One OCR reading on a blocking thread.
+    async fn ocr(
+        reader: Arc<ScreenReader>,
+        obs: &Obs,
+        point: (u32, u32),
+        purpose: ReadPurpose,
+    ) -> Option<ScreenReading> {
+        let img = obs.shot.image.clone();
+        // The phase span lives on the blocking thread: an entered span must not cross an await.
+        let reading = tokio::task::spawn_blocking(move || {
+            let _phase = crate::phase!("screen_read");
+            reader.read(&img, point, purpose)
+        })
+        .await
+        .ok()?;
         Some(reading)
     }
 

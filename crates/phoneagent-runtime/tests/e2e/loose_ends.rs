@@ -211,3 +211,57 @@ async fn a_retry_after_longer_than_the_remaining_run_time_stops_the_run_at_once(
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
     assert_eq!(h.model.chat_requests().len(), 1);
 }
+
+/// Issue #11: an answer over the size limit (here a 200 KiB `<think>` block before a valid tap
+/// on 提交订单) is never acted on and never stored whole: no touch reaches the phone from it,
+/// the model is told the limit and asked again, and the recorded `model_call` holds only its
+/// head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_size_limit_is_neither_acted_on_nor_stored_whole() {
+    let think = "我在想".repeat(200 * 1024 / 9);
+    let script = format!(
+        r#"
+{{"content": "<think>{think}</think>do(action=\"Tap\", element={{{{center:提交订单}}}}, target_description=\"提交订单\", reason=\"Submit.\")"}}
+{{"content": "finish(message=\"Nothing to do.\")"}}
+{{"content": "finish(message=\"Nothing to do.\", confirm=True)"}}
+"#
+    );
+    let mut h = Harness::new(
+        &script,
+        Opts {
+            verifier: false,
+            scenario: Some("checkout"),
+            ..Opts::default()
+        },
+    )
+    .await;
+    let out = h.run("Look at the checkout page").await;
+    let events = h.drain();
+    let t = h.truth();
+    assert!(
+        t.touches.is_empty(),
+        "a touch from the refused answer: {t:?}"
+    );
+    assert_eq!(t.orders_placed, 0);
+    let rejected: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ProtocolRejected { error_kind, .. } => Some(error_kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rejected.first().map(|k| k.as_str()),
+        Some("answer_too_long"),
+        "{rejected:?}"
+    );
+    let requests = h.model.chat_requests();
+    let retry = requests.get(1).expect("asked again").body.to_string();
+    assert!(retry.contains("65536 bytes"), "the model is told the limit");
+    let id = uuid::Uuid::parse_str(&out.run_id).unwrap();
+    for e in h.store.events(id).unwrap() {
+        let j = e.payload.to_string();
+        assert!(j.len() < 16 * 1024, "a stored event of {} bytes", j.len());
+    }
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+}

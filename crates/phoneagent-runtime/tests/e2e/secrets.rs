@@ -98,3 +98,80 @@ async fn password_typed_into_the_password_field_is_asked_for_and_masked_everywhe
         );
     }
 }
+
+/// Every place a run records or sends text, checked for `secret` in the clear: stored events,
+/// the JSON and HTML exports, and every model request after the first.
+fn assert_nowhere_in_the_clear(h: &Harness, run_id: &str, secret: &str) {
+    let id = uuid::Uuid::parse_str(run_id).unwrap();
+    for e in h.store.events(id).unwrap() {
+        let j = e.payload.to_string();
+        assert!(!j.contains(secret), "stored event holds the password: {j}");
+    }
+    let json = trajectory_json(&h.store, id, &JsonOptions::default())
+        .unwrap()
+        .to_string();
+    assert!(
+        !json.contains(secret),
+        "trajectory export holds the password"
+    );
+    let html = html_report(&h.store, id, &HtmlOptions::default()).unwrap();
+    assert!(!html.contains(secret), "HTML export holds the password");
+    for (i, r) in h.model.chat_requests().iter().enumerate() {
+        assert!(
+            !r.body.to_string().contains(secret),
+            "model request {i} holds the password"
+        );
+    }
+}
+
+/// P6 without a touch: the app opened with the cursor already in the password field (a saved
+/// user name, a payment-password sheet). A plain-words password typed there is recognised from
+/// the screen (the field's label read by OCR), before the answer is recorded: the `model_call`
+/// event, the exports and later requests never hold it, and `hard` asks first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_typed_into_a_field_focused_without_a_touch_is_masked_too() {
+    const WORDS: &str = "purple monkey dishwasher";
+    let script = format!(
+        r#"
+{{"content": "do(action=\"Type\", text=\"{WORDS}\", reason=\"Type what the user gave.\")"}}
+{{"content": "finish(message=\"Typed it.\")"}}
+{{"content": "finish(message=\"Typed it.\", confirm=True)"}}
+{{"queue": "verifier", "content": "{{\"verdict\": \"pass\", \"reason\": \"typed\"}}"}}
+"#
+    );
+    let mut h = Harness::new(
+        &script,
+        Opts {
+            mode: AccessMode::Hard,
+            scenario: Some("login_password_focused"),
+            ..Opts::default()
+        },
+    )
+    .await;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = asked.clone();
+    let answers = h.answer_with(move |k| {
+        if let HumanRequestKind::Approval { tool, .. } = k {
+            log.lock().unwrap().push(tool.clone());
+        }
+        HumanResponse::Approve
+    });
+    let out = h.run("Log in as alice with the password I gave you").await;
+    answers.abort();
+    let _ = h.drain();
+    let truth = h.truth();
+    assert_eq!(
+        truth
+            .typed_text
+            .fields
+            .get("login.password")
+            .map(String::as_str),
+        Some(WORDS),
+        "the phone got the real text: {truth:?}"
+    );
+    assert!(
+        asked.lock().unwrap().iter().any(|t| t == "type_text"),
+        "hard mode asks before typing into the password field"
+    );
+    assert_nowhere_in_the_clear(&h, &out.run_id, WORDS);
+}
