@@ -511,15 +511,13 @@ impl AppState {
             DIRECT_TCP => DirectTarget::parse_tcp(&sel.serial)?,
             addr => {
                 let server = AdbServer::new(parse_addr(addr)?);
-                return Ok(
-                    AdbDevice::open(server, &sel.serial, AdbDeviceOptions::default()).await?,
-                );
+                return Ok(AdbDevice::open(server, &sel.serial, device_options()).await?);
             }
         };
         // The link stays shared after an error: it drops a dead connection and dials again,
         // and a second link to a USB phone could not claim the interface the first one holds.
         let link = self.direct_link(target)?;
-        Ok(AdbDevice::open_direct(link, AdbDeviceOptions::default()).await?)
+        Ok(AdbDevice::open_direct(link, device_options()).await?)
     }
 
     /// Start the in-process virtual phone (SPEC D7) and select it. Idempotent.
@@ -1419,4 +1417,14 @@ fn screen_reader() -> Option<Arc<phoneagent_vision::ScreenReader>> {
             }
         })
         .clone()
+}
+
+/// Device options of the app: the defaults, with the phone-keyboard journal of the data
+/// directory, so a killed app or CLI run has the keyboard put back when the phone is opened
+/// again (SPEC D4).
+fn device_options() -> AdbDeviceOptions {
+    AdbDeviceOptions {
+        ime_journal: phoneagent_store::default_ime_journal_dir().ok(),
+        ..AdbDeviceOptions::default()
+    }
 }

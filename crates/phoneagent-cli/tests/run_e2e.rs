@@ -933,3 +933,114 @@ fn help_and_exit_at_the_interactive_prompt_are_not_tasks() {
     assert!(err.contains("Type what the phone should do"), "{err}");
     assert!(s.runs().is_empty(), "no run was started");
 }
+
+/// Start `phoneagent run` on the compose screen with a script that types into the body and
+/// then hangs; returns once the typing was dispatched (ADB Keyboard is on), with the events.
+fn run_until_typed(
+    s: &Setup,
+) -> (
+    Proc,
+    Vec<Value>,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+) {
+    let mut child = s
+        .run_cmd("Write hello in the mail body", &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Proc(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    loop {
+        let l = lines.next().expect("the run ended before typing").unwrap();
+        let v: Value = serde_json::from_str(&l).unwrap();
+        let typed = v["kind"] == "action_dispatched" && v["action_type"] == "type_text";
+        seen.push(v);
+        if typed {
+            break;
+        }
+    }
+    assert_eq!(
+        s.truth()["ime"],
+        "com.android.adbkeyboard/.AdbIME",
+        "ADB Keyboard is on while the run types"
+    );
+    (child, seen, lines)
+}
+
+const TYPE_THEN_HANG: &str = r#"
+{"content": "do(action=\"Tap\", element={{center:mail.body}}, target_description=\"正文\", reason=\"Focus the body.\")"}
+{"content": "do(action=\"Type\", text=\"hello\", reason=\"Write hello.\")"}
+{"delay_ms": 60000, "content": "do(action=\"Back\", reason=\"never answered\")"}
+"#;
+
+/// D4 on SIGTERM and SIGHUP: the run is cancelled the normal way and the phone's keyboard is
+/// put back before the process exits.
+#[test]
+fn sigterm_and_sighup_cancel_the_run_and_restore_the_keyboard() {
+    for sig in ["-TERM", "-HUP"] {
+        let s = Setup::start("mail_compose", TYPE_THEN_HANG);
+        let (mut child, mut events, lines) = run_until_typed(&s);
+        let sent = Command::new("kill")
+            .args([sig, &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        for l in lines {
+            events.push(serde_json::from_str(&l.unwrap()).unwrap());
+        }
+        let status = child.0.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "{sig}");
+        let end = events.last().unwrap();
+        assert_eq!(end["kind"], "run_finished", "{sig}: {end}");
+        assert_eq!(end["status"], "cancelled", "{sig}");
+        let t = s.truth();
+        assert_eq!(
+            t["ime"], "com.android.inputmethod.latin/.LatinIME",
+            "{sig}: {t}"
+        );
+        assert_eq!(t["typed_text"]["fields"]["mail.body"], "hello");
+    }
+}
+
+/// D4 after SIGKILL (nothing in the process runs): the next command that opens the phone
+/// (`phoneagent screenshot` here) puts the user's keyboard back from the journal.
+#[test]
+fn keyboard_left_by_a_killed_run_is_put_back_by_the_next_command() {
+    let s = Setup::start("mail_compose", TYPE_THEN_HANG);
+    let (mut child, _, _lines) = run_until_typed(&s);
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    assert_eq!(
+        s.truth()["ime"],
+        "com.android.adbkeyboard/.AdbIME",
+        "left switched"
+    );
+    let shot = s.home.path().join("shot.png");
+    let out = s
+        .cli()
+        .args(["screenshot", "--serial", "virtual-phone-1", "-o"])
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.truth()["ime"],
+        "com.android.inputmethod.latin/.LatinIME",
+        "put back by the next command"
+    );
+    assert!(
+        !s.home
+            .path()
+            .join("ime-journal")
+            .join("virtual-phone-1.ime")
+            .exists(),
+        "the journal entry is cleared"
+    );
+}

@@ -73,6 +73,11 @@ pub struct AdbDeviceOptions {
     pub stream_start_timeout: Duration,
     /// `screenrecord --time-limit` (1–180 s); it is restarted when it stops.
     pub screenrecord_time_limit: Duration,
+    /// Directory of the IME journal (SPEC D4, [`crate::ime::ImeJournal`]): the user's IME is
+    /// written there before the switch to ADB Keyboard, and opening the phone again puts it
+    /// back when a killed process (SIGKILL, power loss) left it switched. `None` (the
+    /// default): no journal. Front ends pass their data directory's `ime-journal`.
+    pub ime_journal: Option<std::path::PathBuf>,
 }
 
 impl Default for AdbDeviceOptions {
@@ -91,6 +96,7 @@ impl Default for AdbDeviceOptions {
             stream_fresh_margin: Duration::from_millis(20),
             stream_start_timeout: Duration::from_secs(10),
             screenrecord_time_limit: Duration::from_secs(180),
+            ime_journal: None,
         }
     }
 }
@@ -173,7 +179,25 @@ impl AdbDevice {
             ShellProtocol::V1
         };
         tracing::debug!(serial, ?protocol, ?features, "opened device");
-        Ok(Self::with_link(server.into(), info.serial, protocol, opts))
+        Ok(Self::with_link(server.into(), info.serial, protocol, opts)
+            .recover_ime()
+            .await)
+    }
+
+    /// Put back an IME a killed run left switched (the journal, SPEC D4). Never fails the
+    /// open: a failure is logged and the entry kept for the next open.
+    async fn recover_ime(self) -> Self {
+        if let Some(dir) = &self.inner.opts.ime_journal {
+            let j = ime::ImeJournal::new(dir, &self.inner.serial);
+            let i = &self.inner;
+            if let Err(e) =
+                ime::recover_from_journal(&i.server, &i.serial, i.protocol, &j, ADB_KEYBOARD_IME)
+                    .await
+            {
+                tracing::warn!(serial = %i.serial, "cannot put back the IME a killed run left: {e}");
+            }
+        }
+        self
     }
 
     fn with_link(
@@ -215,7 +239,9 @@ impl AdbDevice {
         };
         let serial = link.serial();
         tracing::debug!(serial, ?protocol, ?features, target = %link.target(), "opened device directly");
-        Ok(Self::with_link(link.into(), serial, protocol, opts))
+        Ok(Self::with_link(link.into(), serial, protocol, opts)
+            .recover_ime()
+            .await)
     }
 
     /// Connect the way the user's flags and environment ask (SPEC D1), see [`ConnectPlan`]:
@@ -604,12 +630,20 @@ impl Inner {
         }
         let fresh = slot.is_none();
         if fresh {
-            *slot = Some(ImeGuard::new(
-                self.server.clone(),
-                self.serial.clone(),
-                self.protocol,
-                current.clone(),
-            ));
+            // Before the switch: a kill right after it still finds the user's IME.
+            let journal = match self.opts.ime_journal.as_deref() {
+                Some(d) => Some(ime::ImeJournal::new(d, &self.serial).record(current.as_deref())?),
+                None => None,
+            };
+            *slot = Some(
+                ImeGuard::new(
+                    self.server.clone(),
+                    self.serial.clone(),
+                    self.protocol,
+                    current.clone(),
+                )
+                .with_journal(journal),
+            );
         }
         let r = self
             .map_err(

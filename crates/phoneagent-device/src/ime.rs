@@ -55,6 +55,154 @@ pub async fn wait_for_ime_restores(timeout: Duration) -> bool {
         .unwrap_or(false)
 }
 
+/// The IME journal (SPEC D4): before the first switch to ADB Keyboard the user's IME is
+/// written to `<dir>/<serial>.ime` (one line, empty for "no setting") and the file is kept
+/// locked (an OS file lock) while the switch lasts; a successful restore removes it. A process
+/// killed with SIGKILL leaves the file behind, unlocked, and the next [`crate::AdbDevice`]
+/// opened on that phone with the same directory puts the IME back. An entry still locked
+/// belongs to a live run (this process or another) and is left alone.
+#[derive(Debug, Clone)]
+pub struct ImeJournal {
+    file: std::path::PathBuf,
+}
+
+/// A recorded, locked journal entry, held by the [`ImeGuard`] while ADB Keyboard is on.
+#[derive(Debug)]
+pub struct JournalEntry {
+    path: std::path::PathBuf,
+    _lock: std::fs::File,
+}
+
+impl JournalEntry {
+    /// Remove the entry (the IME is back), then release the lock.
+    pub fn clear(self) {
+        remove_quietly(&self.path);
+    }
+}
+
+fn remove_quietly(path: &std::path::Path) {
+    if let Err(e) = std::fs::remove_file(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(file = %path.display(), "cannot remove the IME journal: {e}");
+    }
+}
+
+impl ImeJournal {
+    /// The journal entry of `serial` in `dir` (the serial's characters outside
+    /// `[A-Za-z0-9._-]` become `_`, so `192.168.1.5:5555` is a plain file name).
+    pub fn new(dir: &std::path::Path, serial: &str) -> Self {
+        let name: String = serial
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        Self {
+            file: dir.join(format!("{name}.ime")),
+        }
+    }
+
+    /// The file of this entry.
+    pub fn path(&self) -> &std::path::Path {
+        &self.file
+    }
+
+    /// Record `original` (the IME to put back) and lock the entry. Creates the directory.
+    ///
+    /// # Errors
+    /// [`DeviceError::Config`] naming the file when it cannot be written or locked.
+    pub fn record(&self, original: Option<&str>) -> Result<JournalEntry> {
+        use std::io::Write as _;
+        let write = || -> std::io::Result<std::fs::File> {
+            if let Some(d) = self.file.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(&self.file)?;
+            f.lock()?;
+            f.set_len(0)?;
+            f.write_all(format!("{}\n", original.unwrap_or("")).as_bytes())?;
+            f.sync_all()?;
+            Ok(f)
+        };
+        let lock = write().map_err(|e| {
+            DeviceError::Config(format!(
+                "cannot write the IME journal {}: {e} (check that the data directory is writable)",
+                self.file.display()
+            ))
+        })?;
+        Ok(JournalEntry {
+            path: self.file.clone(),
+            _lock: lock,
+        })
+    }
+
+    /// The recorded IME: `None` when there is no entry, `Some(None)` for "no setting".
+    pub fn read(&self) -> Option<Option<String>> {
+        let s = std::fs::read_to_string(&self.file).ok()?;
+        let line = s.lines().next().unwrap_or("").trim().to_string();
+        Some((!line.is_empty()).then_some(line))
+    }
+
+    /// Take an entry left by a dead process: `None` when there is none or a live run holds
+    /// it (locked).
+    fn take_orphan(&self) -> Option<(Option<String>, JournalEntry)> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.file)
+            .ok()?;
+        if f.try_lock().is_err() {
+            return None;
+        }
+        let original = self.read()?;
+        Some((
+            original,
+            JournalEntry {
+                path: self.file.clone(),
+                _lock: f,
+            },
+        ))
+    }
+}
+
+/// Put back an IME a killed process left switched (SPEC D4): when `journal` has an entry no
+/// live run holds and the phone's IME is still ADB Keyboard, restore the recorded one; then
+/// clear the entry. Returns the restored IME (`Some(None)`: the setting was reset) or `None`
+/// when there was nothing to do.
+///
+/// # Errors
+/// Transport errors and [`DeviceError::ImeSwitchFailed`]; the entry is kept for a later try.
+pub(crate) async fn recover_from_journal(
+    server: &AdbLink,
+    serial: &str,
+    p: ShellProtocol,
+    journal: &ImeJournal,
+    adb_keyboard: &str,
+) -> Result<Option<Option<String>>> {
+    let Some((original, entry)) = journal.take_orphan() else {
+        return Ok(None);
+    };
+    let current = current_ime_on(server, serial, p).await?;
+    if current.as_deref() != Some(adb_keyboard) || original.as_deref() == Some(adb_keyboard) {
+        // The user (or a finished restore) already changed it: nothing to put back.
+        entry.clear();
+        return Ok(None);
+    }
+    restore_ime_on(server, serial, p, original.as_deref()).await?;
+    entry.clear();
+    tracing::info!(%serial, ime = ?original, "restored the IME a killed run left switched");
+    Ok(Some(original))
+}
+
 /// Restores the user's IME when disarmed by [`ImeGuard::restore`] or, failing that, on drop.
 #[derive(Debug)]
 pub struct ImeGuard {
@@ -63,6 +211,7 @@ pub struct ImeGuard {
     protocol: ShellProtocol,
     original: Option<String>,
     armed: bool,
+    journal: Option<JournalEntry>,
 }
 
 impl ImeGuard {
@@ -81,7 +230,15 @@ impl ImeGuard {
             protocol,
             original,
             armed: true,
+            journal: None,
         }
+    }
+
+    /// Hold `journal` (recorded before the switch): it is cleared when this guard restores
+    /// the IME, and stays (unlocked once the process is gone) when it cannot.
+    pub fn with_journal(mut self, journal: Option<JournalEntry>) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// The IME to restore.
@@ -113,6 +270,9 @@ impl ImeGuard {
         match tokio::time::timeout(RESTORE_TIMEOUT, fut).await {
             Ok(Ok(())) => {
                 self.armed = false;
+                if let Some(j) = self.journal.take() {
+                    j.clear();
+                }
                 tracing::info!(serial = %self.serial, ime = ?self.original, "restored the original IME");
                 Ok(())
             }
@@ -132,11 +292,12 @@ impl Drop for ImeGuard {
         }
         self.armed = false;
         // A direct link gets its own connection: the restore runs on another runtime.
-        let (server, serial, protocol, original) = (
+        let (server, serial, protocol, original, journal) = (
             self.server.detached(),
             self.serial.clone(),
             self.protocol,
             self.original.clone(),
+            self.journal.take(),
         );
         tracing::info!(serial = %serial, "IME guard dropped while armed: scheduling the restore");
         pending_add(1);
@@ -168,7 +329,12 @@ impl Drop for ImeGuard {
                     .await
                 });
                 match r {
-                    Ok(Ok(())) => tracing::info!(%serial, "restored the original IME (from drop)"),
+                    Ok(Ok(())) => {
+                        if let Some(j) = journal {
+                            j.clear();
+                        }
+                        tracing::info!(%serial, "restored the original IME (from drop)")
+                    }
                     Ok(Err(e)) => {
                         tracing::warn!(%serial, "could not restore the original IME: {e}")
                     }

@@ -78,7 +78,8 @@ pub use adb_device::{
 };
 pub use direct::{DirectLink, DirectOptions, DirectTarget};
 pub use ime::{
-    ImeGuard, pending_ime_restores, wait_for_ime_restores, wait_for_ime_restores_blocking,
+    ImeGuard, ImeJournal, JournalEntry, pending_ime_restores, wait_for_ime_restores,
+    wait_for_ime_restores_blocking,
 };
 pub use link::AdbLink;
 pub use server::{

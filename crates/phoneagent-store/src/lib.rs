@@ -38,7 +38,8 @@ mod types;
 pub use error::{Result, StoreError};
 pub use ledger::{LedgerEntry, approval_reviews_from_events};
 pub use store::{
-    DB_FILE_NAME, Durability, HOME_ENV, Store, StoreOptions, default_db_path, sha256_hex,
+    DB_FILE_NAME, Durability, HOME_ENV, Store, StoreOptions, default_db_path,
+    default_ime_journal_dir, sha256_hex,
 };
 pub use types::{
     CalibrationEntry, EventRecord, NewRun, RunEnd, RunRecord, RunStatus, StoredScreenshot, now_ms,

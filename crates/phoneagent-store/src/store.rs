@@ -125,6 +125,19 @@ pub fn default_db_path() -> Result<PathBuf> {
     db_path_for(std::env::var_os(HOME_ENV))
 }
 
+/// The directory of the phone-keyboard journal (SPEC D4, `phoneagent_device::ImeJournal`):
+/// `ime-journal` beside [`default_db_path`], so every front end of one data directory finds
+/// what a killed run left.
+///
+/// # Errors
+/// [`StoreError::NoDataDir`] as [`default_db_path`].
+pub fn default_ime_journal_dir() -> Result<PathBuf> {
+    let db = default_db_path()?;
+    Ok(db
+        .parent()
+        .map_or_else(|| PathBuf::from("ime-journal"), |d| d.join("ime-journal")))
+}
+
 /// [`default_db_path`] with the value of `PHONEAGENT_HOME` passed in (empty counts as unset).
 fn db_path_for(home: Option<std::ffi::OsString>) -> Result<PathBuf> {
     if let Some(home) = home.filter(|v| !v.is_empty()) {

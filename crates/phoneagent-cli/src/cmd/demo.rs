@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_device::{AdbDevice, AdbServer, AdbServerAddr, Device};
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{Agent, AgentConfig, AgentParts, ModelRoute, PolicyApprover};
@@ -114,7 +114,7 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
 
     let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?;
     let device: Arc<dyn Device> = Arc::new(
-        AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?,
+        AdbDevice::open(AdbServer::new(addr), &serial, super::run::device_options()).await?,
     );
     let route = |role: &str| {
         ModelRoute::unkeyed(

@@ -3,8 +3,8 @@
 use super::Global;
 use phoneagent_device::direct::key::AdbKey;
 use phoneagent_device::{
-    AdbDevice, AdbDeviceOptions, AdbLink, ConnectPlan, Device, DeviceError, DeviceInfo,
-    DeviceState, DirectLink, DirectOptions, DirectTarget, ReadinessCheck, Route, Transport,
+    AdbDevice, AdbLink, ConnectPlan, Device, DeviceError, DeviceInfo, DeviceState, DirectLink,
+    DirectOptions, DirectTarget, ReadinessCheck, Route, Transport,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -312,7 +312,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let device = match AdbDevice::connect(
         &plan_of(g),
         a.serial.as_deref(),
-        AdbDeviceOptions::default(),
+        super::run::device_options(),
     )
     .await
     {
@@ -395,7 +395,7 @@ pub async fn screenshot(g: &Global, a: ScreenshotArgs) -> anyhow::Result<u8> {
     let device = match AdbDevice::connect(
         &plan_of(g),
         a.serial.as_deref(),
-        AdbDeviceOptions::default(),
+        super::run::device_options(),
     )
     .await
     {

@@ -80,3 +80,42 @@ macro_rules! out {
         $crate::cmd::out::write(format_args!($($arg)*), false)
     };
 }
+
+/// A signal that asks the process to stop (SPEC D4: every stop path restores the phone's
+/// keyboard): Ctrl-C (SIGINT) everywhere, and SIGTERM (`kill`, a service manager) and SIGHUP
+/// (the terminal closed) on Unix. Resolves once per signal; call again for the next.
+/// Returns the signal's name. A signal that cannot be watched is never reported.
+pub async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let wait = |s: &mut Option<tokio::signal::unix::Signal>| {
+            let s = s.take();
+            async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => match r {
+                Ok(()) => "SIGINT",
+                Err(_) => std::future::pending().await,
+            },
+            () = wait(&mut term) => "SIGTERM",
+            () = wait(&mut hup) => "SIGHUP",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "Ctrl-C",
+            Err(_) => std::future::pending().await,
+        }
+    }
+}

@@ -115,12 +115,22 @@ pub enum OnApproval {
     Reject,
 }
 
+/// Device options of every CLI command that opens a phone: the defaults, with the IME journal
+/// beside the run store (`$PHONEAGENT_HOME/ime-journal` or the data directory's), so a run
+/// killed with SIGKILL has its phone's keyboard put back by the next command (SPEC D4).
+pub fn device_options() -> AdbDeviceOptions {
+    AdbDeviceOptions {
+        ime_journal: phoneagent_store::default_ime_journal_dir().ok(),
+        ..AdbDeviceOptions::default()
+    }
+}
+
 /// Connect to the phone named by flags/env, through the adb server of `--adb`.
 pub async fn connect_device(g: &Global, serial: Option<&str>) -> anyhow::Result<AdbDevice> {
     // The same transport choice as `devices`/`doctor` (SPEC D1): `--direct HOST:PORT`, else the
     // adb server when one answers, else the phone's adbd directly over USB.
     let plan = ConnectPlan::from_flags(g.adb.as_deref(), g.direct.as_deref());
-    Ok(AdbDevice::connect(&plan, serial, AdbDeviceOptions::default()).await?)
+    Ok(AdbDevice::connect(&plan, serial, device_options()).await?)
 }
 
 /// Open the run store (PHONEAGENT_HOME or the platform data dir) and report crashed runs.
@@ -252,22 +262,19 @@ fn print_event(env: &EventEnvelope, json: bool) {
     }
 }
 
-/// Cancel `token` on Ctrl-C (a second Ctrl-C exits at once), or when stdout's reader went away
-/// (`phoneagent run … | head`): the run then ends the normal way, keyboard restored.
-/// Abort the returned handle when the run is over, so a later Ctrl-C is not taken by a listener
-/// of a finished run.
+/// Cancel `token` on Ctrl-C, SIGTERM or SIGHUP (a second one exits at once), or when stdout's
+/// reader went away (`phoneagent run … | head`): the run then ends the normal way, keyboard
+/// restored (SPEC D4). Abort the returned handle when the run is over, so a later Ctrl-C is
+/// not taken by a listener of a finished run.
 pub fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::select! {
-            r = tokio::signal::ctrl_c() => {
-                if r.is_ok() {
-                    // Cancel first: stderr may be a closed pipe too (`2>&1 | head`).
-                    token.cancel();
-                    super::out::note("\ncancelling… (Ctrl-C again to quit at once)");
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(130);
-                    }
-                }
+            sig = super::out::stop_signal() => {
+                // Cancel first: stderr may be a closed pipe too (`2>&1 | head`).
+                token.cancel();
+                super::out::note(&format!("\n{sig}: cancelling… (Ctrl-C again to quit at once)"));
+                super::out::stop_signal().await;
+                std::process::exit(130);
             }
             () = super::out::gone().cancelled() => {
                 token.cancel();
@@ -368,7 +375,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
                 // Ctrl-C at the prompt quits (no run is going: nothing to restore).
                 let line = tokio::select! {
                     r = read => r??,
-                    _ = tokio::signal::ctrl_c() => {
+                    _ = super::out::stop_signal() => {
                         super::out::note("");
                         std::process::exit(130);
                     }

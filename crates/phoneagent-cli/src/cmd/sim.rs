@@ -191,41 +191,16 @@ pub async fn run(_g: &Global, c: SimCommand) -> anyhow::Result<u8> {
     }
 }
 
-/// Wait for Ctrl-C or SIGTERM.
+/// Wait for Ctrl-C, SIGTERM or SIGHUP.
 async fn wait_for_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("cannot watch Ctrl-C")?;
+    super::out::stop_signal().await;
     Ok(())
 }
 
 async fn wait_for_stop(sim: &SimServer) -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-            _ = term.recv() => {}
-            _ = sim.stopped() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-            _ = sim.stopped() => {}
-        }
+    tokio::select! {
+        _ = super::out::stop_signal() => {}
+        _ = sim.stopped() => {}
     }
     Ok(())
 }

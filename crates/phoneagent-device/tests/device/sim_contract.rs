@@ -752,3 +752,64 @@ async fn default_settle_until_still_returns_the_settled_frame() {
         "{e}"
     );
 }
+
+/// D4 after SIGKILL: the journal entry a run holds (locked) is left alone by another open of
+/// the same phone — a second front end must not pull the keyboard from under a live run — and
+/// an entry whose process died (unlocked: the OS drops a dead process's locks; written here as
+/// a killed CLI leaves it) is put back on the next open and cleared. The CLI test
+/// `keyboard_left_by_a_killed_run_is_put_back_by_the_next_command` does it with a real kill.
+#[tokio::test]
+async fn ime_journal_leaves_a_live_run_alone_and_puts_back_what_a_dead_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = AdbDeviceOptions {
+        ime_journal: Some(dir.path().to_path_buf()),
+        ..fast_opts()
+    };
+    let (sim, server) = start(SimConfig::default()).await;
+    let dev = AdbDevice::open(server.clone(), "virtual-phone-1", opts.clone())
+        .await
+        .unwrap();
+    let phone = sim.phone("virtual-phone-1").unwrap();
+    focus_mail_body(&sim, &dev).await;
+    dev.type_text("abc", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(phone.ground_truth().ime, ADB_IME);
+    let entry = phoneagent_device::ImeJournal::new(dir.path(), "virtual-phone-1");
+    assert_eq!(entry.read(), Some(Some(LATIN_IME.to_string())));
+    // A second open while the run is live (the app's mirror, another CLI).
+    let other = AdbDevice::open(server.clone(), "virtual-phone-1", opts.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        phone.ground_truth().ime,
+        ADB_IME,
+        "a live run keeps its keyboard"
+    );
+    drop(other);
+    // The run ends normally: the entry goes with the restore.
+    dev.restore_ime().await.unwrap();
+    assert_eq!(entry.read(), None);
+    assert_eq!(phone.ground_truth().ime, LATIN_IME);
+    // A dead run's entry: ADB Keyboard on, the journal unlocked.
+    dev.type_text("d", &CancellationToken::new()).await.unwrap();
+    assert_eq!(phone.ground_truth().ime, ADB_IME);
+    drop(dev);
+    assert!(phoneagent_device::wait_for_ime_restores(Duration::from_secs(5)).await);
+    assert_eq!(entry.read(), None, "the drop restore clears it too");
+    server
+        .shell(
+            "virtual-phone-1",
+            &format!("ime set {ADB_IME}"),
+            ShellProtocol::V2,
+        )
+        .await
+        .unwrap();
+    assert_eq!(phone.ground_truth().ime, ADB_IME);
+    std::fs::write(entry.path(), format!("{LATIN_IME}\n")).unwrap();
+    let _again = AdbDevice::open(server, "virtual-phone-1", opts)
+        .await
+        .unwrap();
+    assert_eq!(phone.ground_truth().ime, LATIN_IME, "put back on open");
+    assert_eq!(entry.read(), None, "the entry is cleared");
+}
