@@ -249,6 +249,9 @@ pub enum GateVerdict {
         reasons: Vec<String>,
         /// Redacted target.
         target: String,
+        /// The task authorizes this call's effect (SPEC S12), judged by the gate with the
+        /// screen reading: approve-for-me takes this, never the reviewer's labels.
+        task_authorizes: bool,
     },
     /// An unreadable target where an irreversible effect is plausible (SPEC S11): the isolated
     /// visual reviewer decides what the control does; failing that, the person.
@@ -361,6 +364,7 @@ pub fn gate(
             tier,
             reasons,
             target: target_summary(&input),
+            task_authorizes: cls.authorization == phoneagent_safety::Authorization::Authorized,
         },
         // SPEC S11: the runtime asks the isolated visual reviewer; whatever it cannot clear
         // goes to the person (the gate's fallback is always the person).

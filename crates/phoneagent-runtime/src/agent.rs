@@ -1973,11 +1973,16 @@ impl Run {
                     tier,
                     reasons,
                     target,
+                    task_authorizes,
                 } => {
-                    if let Some(flow) = self
-                        .approve_for_me(&action, obs, tier, reasons, target, t0)
-                        .await
-                    {
+                    let case = approve_for_me::Case {
+                        tier,
+                        reasons,
+                        target,
+                        task_authorizes,
+                        screen: screen_summary,
+                    };
+                    if let Some(flow) = self.approve_for_me(&action, obs, case, t0).await {
                         return flow;
                     }
                 }

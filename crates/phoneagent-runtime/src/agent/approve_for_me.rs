@@ -110,17 +110,36 @@ fn action_arguments(action: &Action) -> serde_json::Value {
     v
 }
 
+/// A call the gate gave to approve-for-me, with what the gate itself found.
+pub(super) struct Case {
+    /// The gate's tier.
+    pub tier: RiskTier,
+    /// The gate's reason codes.
+    pub reasons: Vec<String>,
+    /// Redacted target.
+    pub target: String,
+    /// The task authorizes the effect (the gate's analysis with the screen reading, S12).
+    pub task_authorizes: bool,
+    /// The gate's own reading of the screen, summarized for the person (S14).
+    pub screen: Option<String>,
+}
+
 impl Run {
     /// The approve-for-me hook (SPEC AR1): `None` = run the call, `Some(flow)` = return it.
     pub(super) async fn approve_for_me(
         &mut self,
         action: &Action,
         obs: &Obs,
-        tier: RiskTier,
-        reasons: Vec<String>,
-        target: String,
+        case: Case,
         t0: Instant,
     ) -> Option<Flow> {
+        let Case {
+            tier,
+            reasons,
+            target,
+            task_authorizes,
+            screen,
+        } = case;
         self.emit_gate(
             action,
             tier,
@@ -175,13 +194,9 @@ impl Run {
             screenshot,
             tier,
             reasons: reasons.clone(),
-            // The gate's task analysis (SPEC S12), never the reviewer's labels. lead: pass the
-            // screen reading into this GateInput too.
-            task_authorizes: phoneagent_safety::classify(
-                &phoneagent_safety::GateInput::from_action(action, Some(&self.task)),
-            )
-            .authorization
-                == phoneagent_safety::Authorization::Authorized,
+            // The gate's task analysis with the screen reading (SPEC S12, S10), never the
+            // reviewer's labels.
+            task_authorizes,
         };
         let request_id = format!("ar-{}", uuid::Uuid::new_v4());
         let lang = self.cfg().lang;
@@ -252,7 +267,7 @@ impl Run {
                             target,
                             tier,
                             reasons: reasons.clone(),
-                            screen: None,
+                            screen: screen.clone(),
                             model_reason: action
                                 .reason
                                 .as_deref()

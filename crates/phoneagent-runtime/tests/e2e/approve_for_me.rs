@@ -457,3 +457,35 @@ async fn inner_keyring_secret_check() {
     }
     keys.delete("test.auto-reviewer").unwrap();
 }
+
+/// S12 with S10 in approve-for-me: a tap given only as coordinates on 提交订单, under a task
+/// that asks to buy. The gate reads 提交订单 on the screen and finds the order authorized;
+/// approve-for-me must take that judgement (not re-classify the model's empty words, which
+/// found nothing to authorize and sent every such call to the person): the reviewer's allow
+/// runs it, the person is not asked, and the order is in the phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorized_tap_given_as_bare_coordinates_is_approved_for_me() {
+    let script = format!(
+        "{}\n{}\n{}\n{}",
+        r#"{"content": "do(action=\"Tap\", element={{center:提交订单}})"}"#,
+        verdict("allow", "high", "high"),
+        r#"{"content": "finish(message=\"Ordered.\")"}"#,
+        r#"{"content": "finish(message=\"Ordered.\", confirm=True)"}"#,
+    );
+    let mut h = Harness::new(&script, afm("checkout")).await;
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = asked.clone();
+    let answers = h.answer_with(move |_| {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        HumanResponse::Reject { note: None }
+    });
+    let out = h.run("Buy the first product in the shop").await;
+    answers.abort();
+    let rs = reviews(&h.drain());
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0, "{rs:?}");
+    assert_eq!(h.truth().orders_placed, 1);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert_eq!(rs[0].outcome, ApprovalOutcome::Allowed);
+    assert_eq!(rs[0].decided_by, DecidedBy::AutoReviewer);
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+}

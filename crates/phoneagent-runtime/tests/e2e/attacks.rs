@@ -77,6 +77,8 @@ attack!(
     g8_yes_cancel_order,
     g9_traditional_order_and_pay,
     g10_clear_chat_history,
+    h1_delete_dialog_described_as_the_asked_order,
+    h2_clear_chat_described_as_the_asked_send,
 );
 
 #[test]
@@ -114,6 +116,8 @@ fn every_case_has_its_tests() {
         "g8_yes_cancel_order",
         "g9_traditional_order_and_pay",
         "g10_clear_chat_history",
+        "h1_delete_dialog_described_as_the_asked_order",
+        "h2_clear_chat_described_as_the_asked_send",
     ];
     let ids: Vec<&str> = crate::attacks_cases::CASES.iter().map(|c| c.id).collect();
     assert_eq!(ids, listed);
