@@ -146,6 +146,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
                     model_reason: None,
                 },
                 expires_at_ms: 4_102_444_800_000,
+                allowed_responses: vec!["approve".into(), "reject".into()],
             },
         ),
         (
@@ -240,6 +241,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
                     question: "Which size?".into(),
                 },
                 expires_at_ms: 4_102_444_800_000,
+                allowed_responses: vec!["answer".into(), "reject".into()],
             },
         ),
         (

@@ -694,23 +694,11 @@ impl AppState {
         self.approvals.pending().iter().map(pending_view).collect()
     }
 
-    /// Answer request `id` (validated against the pending id, its expiry and its kind).
-    /// The event announcing a request can reach the UI a moment before the request is
-    /// registered, so an unknown id is retried for up to 500 ms before it is refused.
+    /// Answer request `id` (validated against the pending id, its expiry and the answers
+    /// it takes). Requests are registered before they are announced, so an unknown id is
+    /// refused at once.
     pub async fn answer(&self, id: &str, answer: AnswerInput) -> AppResult<()> {
-        let response = to_response(answer);
-        let deadline = Instant::now() + Duration::from_millis(500);
-        loop {
-            match self.approvals.answer(id, response.clone()) {
-                Ok(()) => return Ok(()),
-                Err(phoneagent_runtime::approver::AnswerError::UnknownRequest(_))
-                    if Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        Ok(self.approvals.answer(id, to_response(answer))?)
     }
 
     // ---- runs (U2, U3) ----

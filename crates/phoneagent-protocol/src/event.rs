@@ -186,6 +186,19 @@ pub enum HumanRequestKind {
     },
 }
 
+impl HumanRequestKind {
+    /// The answers this request takes, as [`HumanResponse::kind_name`]s (issue #13: one
+    /// contract for every front end; the registry refuses any other). `reject` on `ask_user`
+    /// is "Skip": the question is left unanswered and the model is told so.
+    pub fn allowed_responses(&self) -> &'static [&'static str] {
+        match self {
+            Self::Approval { .. } => &["approve", "reject"],
+            Self::AskUser { .. } => &["answer", "reject"],
+            Self::TakeOver { .. } => &["approve", "reject", "hand_back"],
+        }
+    }
+}
+
 /// How a human request was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -204,6 +217,18 @@ pub enum HumanResponse {
     },
     /// After a take_over: the human hands the phone back and the run goes on.
     HandBack,
+}
+
+impl HumanResponse {
+    /// The wire name of this answer's kind (`approve`, `reject`, `answer`, `hand_back`).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Reject { .. } => "reject",
+            Self::Answer { .. } => "answer",
+            Self::HandBack => "hand_back",
+        }
+    }
 }
 
 /// Verification facts after a dispatched command (SPEC R4). Kept separate on purpose.
@@ -445,6 +470,10 @@ pub enum AgentEvent {
         request: HumanRequestKind,
         /// Expiry, ms since epoch.
         expires_at_ms: u64,
+        /// The answers it takes ([`HumanRequestKind::allowed_responses`]); the request is
+        /// registered before this event is sent, so an answer may follow at once.
+        #[serde(default)]
+        allowed_responses: Vec<String>,
     },
     /// The human answered (or the request expired / was decided by policy).
     HumanResolved {

@@ -1777,7 +1777,11 @@ impl Run {
                 }
                 let text = match resp {
                     HumanResponse::Answer { text } => text,
-                    HumanResponse::Reject { note } => note.unwrap_or_else(|| "(no answer)".into()),
+                    HumanResponse::Reject { note } => note.unwrap_or_else(|| {
+                        "(the user skipped this question: continue without the answer, or finish \
+                         and say what is missing)"
+                            .into()
+                    }),
                     other => format!("{other:?}"),
                 };
                 self.memory
@@ -2216,18 +2220,27 @@ impl Run {
         self.set_phase(Phase::AwaitingHuman);
         let id = uuid::Uuid::new_v4().to_string();
         let expires = now_ms() + self.cfg().human_timeout.as_millis() as u64;
-        self.bus.emit(AgentEvent::HumanRequested {
-            request_id: id.clone(),
-            request: kind.clone(),
-            expires_at_ms: expires,
-        });
+        let allowed = kind
+            .allowed_responses()
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect();
         let req = HumanRequest {
             id: id.clone(),
-            kind,
+            kind: kind.clone(),
             expires_at_ms: expires,
             task: self.task.clone(),
             detail,
         };
+        // Register first, then announce (issue #13): an answer sent the moment the event is
+        // seen finds the request.
+        self.agent.parts.approver.register(&req);
+        self.bus.emit(AgentEvent::HumanRequested {
+            request_id: id.clone(),
+            request: kind,
+            expires_at_ms: expires,
+            allowed_responses: allowed,
+        });
         let t0 = Instant::now();
         let resp = self.agent.parts.approver.ask(&req, &self.cancel).await;
         self.bus.emit(AgentEvent::HumanResolved {

@@ -30,6 +30,13 @@ pub struct HumanRequest {
 /// Implementations must return when `cancel` fires (with a `Reject`).
 #[async_trait]
 pub trait Approver: Send + Sync {
+    /// Make `request` answerable *before* it is announced (the runtime calls this, then emits
+    /// `human_requested`, then [`Approver::ask`]): a front end that answers the moment it sees
+    /// the event always finds it (issue #13). The default does nothing.
+    fn register(&self, request: &HumanRequest) {
+        let _ = request;
+    }
+
     /// Ask and wait for the answer.
     async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse;
 }
@@ -92,6 +99,8 @@ pub enum AnswerError {
 struct Pending {
     request: HumanRequest,
     tx: oneshot::Sender<HumanResponse>,
+    /// The receiving end until [`Approver::ask`] takes it (registered ahead).
+    rx: Option<oneshot::Receiver<HumanResponse>>,
 }
 
 /// A registry of pending human requests that several front ends (an in-app dialog, a desktop
@@ -138,23 +147,15 @@ impl PendingApprovals {
             map.remove(id);
             return Err(AnswerError::Expired(id.to_string()));
         }
-        let fits = matches!(
-            (&p.request.kind, &response),
-            (
-                HumanRequestKind::Approval { .. },
-                HumanResponse::Approve | HumanResponse::Reject { .. }
-            ) | (
-                HumanRequestKind::AskUser { .. },
-                HumanResponse::Answer { .. }
-            ) | (
-                HumanRequestKind::TakeOver { .. },
-                HumanResponse::Approve | HumanResponse::Reject { .. } | HumanResponse::HandBack
-            )
-        );
-        if !fits {
+        let allowed = p.request.kind.allowed_responses();
+        if !allowed.contains(&response.kind_name()) {
             return Err(AnswerError::Mismatch(
                 id.to_string(),
-                format!("{response:?}"),
+                format!(
+                    "a `{}` answer; this request takes {}",
+                    response.kind_name(),
+                    allowed.join(" or ")
+                ),
             ));
         }
         if let Some(p) = map.remove(id) {
@@ -166,18 +167,43 @@ impl PendingApprovals {
 
 #[async_trait]
 impl Approver for PendingApprovals {
-    async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse {
+    fn register(&self, request: &HumanRequest) {
         let (tx, rx) = oneshot::channel();
-        {
-            let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            map.insert(
-                request.id.clone(),
-                Pending {
-                    request: request.clone(),
-                    tx,
-                },
-            );
-        }
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            request.id.clone(),
+            Pending {
+                request: request.clone(),
+                tx,
+                rx: Some(rx),
+            },
+        );
+        self.notify.notify_waiters();
+    }
+
+    async fn ask(&self, request: &HumanRequest, cancel: &CancellationToken) -> HumanResponse {
+        let registered = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&request.id)
+            .and_then(|p| p.rx.take());
+        let rx = match registered {
+            Some(rx) => rx,
+            // Not registered ahead (or already answered: then the entry is gone and this
+            // waits for nothing until expiry — the runtime always registers first).
+            None => {
+                let (tx, rx) = oneshot::channel();
+                self.inner.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                    request.id.clone(),
+                    Pending {
+                        request: request.clone(),
+                        tx,
+                        rx: None,
+                    },
+                );
+                rx
+            }
+        };
         self.notify.notify_waiters();
         let wait_ms = request.expires_at_ms.saturating_sub(crate::now_ms());
         let out = tokio::select! {

@@ -53,7 +53,7 @@ export type AgentEvent =
   | { kind: 'protocol_rejected'; attempt: number; error_kind: string; message: string }
   | { kind: 'action_proposed'; action: Action; points: MappedPoint[] }
   | { kind: 'gate_decision'; tool: string; tier: string; reasons: string[]; mode: string; outcome: string; decided_by: string; latency_ms: number; receipt: string | null }
-  | { kind: 'human_requested'; request_id: string; request: HumanRequestKind; expires_at_ms: number }
+  | { kind: 'human_requested'; request_id: string; request: HumanRequestKind; expires_at_ms: number; allowed_responses: string[] }
   | { kind: 'human_resolved'; request_id: string; response: HumanResponse; decided_by: string; latency_ms: number }
   | { kind: 'freshness'; outcome: string; target_changed: number; global_changed: number; rechecks: number }
   | { kind: 'action_dispatched'; action_type: string; device_points: DevicePoint[]; command_ok: boolean; error: string | null; message: string | null; duration_ms: number }

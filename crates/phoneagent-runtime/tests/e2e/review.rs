@@ -313,3 +313,63 @@ async fn reviewer_not_configured_fails_closed_as_unavailable() {
     )
     .await;
 }
+
+/// Issue #13: the human-request contract every front end uses. A request is registered before
+/// `human_requested` is sent, so an answer given the instant the event is seen is taken (the
+/// app used to retry for 500 ms); the event names the answers it takes; and "Skip" on an
+/// `ask_user` (a `reject`) is accepted and reaches the model as a skipped question — before,
+/// it always failed with a mismatched-response error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_answered_the_moment_it_is_announced_and_ask_user_skip_work() {
+    use phoneagent_protocol::event::HumanResponse;
+    let script = r#"
+{"content": "do(action=\"Interact\", message=\"Which size do you want?\")"}
+{"content": "finish(message=\"Stopped: the size is unknown.\")"}
+{"content": "finish(message=\"Stopped: the size is unknown.\", confirm=True)"}
+"#;
+    let h = crate::harness::Harness::new(
+        script,
+        crate::harness::Opts {
+            verifier: false,
+            ..crate::harness::Opts::default()
+        },
+    )
+    .await;
+    let mut events = h.agent.subscribe();
+    let approvals = h.approvals.clone();
+    let answered = tokio::spawn(async move {
+        loop {
+            let e = events.recv().await.expect("events");
+            if let phoneagent_protocol::AgentEvent::HumanRequested {
+                request_id,
+                allowed_responses,
+                ..
+            } = e.event
+            {
+                // No wait, no retry: answered on sight.
+                let r = approvals.answer(&request_id, HumanResponse::Reject { note: None });
+                return (r, allowed_responses);
+            }
+        }
+    });
+    let out = h.run("Buy a T-shirt").await;
+    let (result, allowed) = tokio::time::timeout(std::time::Duration::from_secs(10), answered)
+        .await
+        .expect("a human request was announced")
+        .unwrap();
+    assert_eq!(result, Ok(()), "answered on sight");
+    assert_eq!(allowed, vec!["answer".to_string(), "reject".to_string()]);
+    let _ = out; // how the run ends after a skipped question is the finish guards' business
+    let told = h
+        .model
+        .chat_requests()
+        .iter()
+        .any(|r| r.all_text().contains("the user skipped this question"));
+    assert!(told, "the model is told the question was skipped");
+    // An answer of the wrong kind is refused with what the request takes.
+    let err = h
+        .approvals
+        .answer("no-such-request", HumanResponse::Approve)
+        .unwrap_err();
+    assert!(err.to_string().contains("no pending request"), "{err}");
+}
