@@ -546,7 +546,9 @@ impl AppState {
     /// Readiness checks of the selected phone (SPEC D2).
     pub async fn readiness(&self) -> AppResult<Vec<CheckView>> {
         let dev = self.open_selected().await?;
-        let r = dev.readiness(&CancellationToken::new()).await?;
+        let mut r = dev.readiness(&CancellationToken::new()).await?;
+        // The gate's own eyes (SPEC S10), as `phoneagent doctor` shows them.
+        r.checks.push(phoneagent_runtime::screen_reading_check());
         Ok(r.checks
             .into_iter()
             .map(|c| CheckView {

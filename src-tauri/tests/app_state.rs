@@ -331,6 +331,13 @@ async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
             .any(|c| c.name == "state" && c.ok && c.detail.contains("direct TCP")),
         "{checks:?}"
     );
+    // The gate's own eyes are listed with the phone's checks (SPEC S10), as in `doctor`.
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.name == "screen_reading" && c.ok && c.detail.starts_with("on:")),
+        "{checks:?}"
+    );
     assert!(
         dir.path().join("keys/adbkey").is_file(),
         "the key was created"

@@ -338,11 +338,14 @@ pub fn gate(
     input.target_is_password_field = ctx.password_field;
     input.screen = ctx.screen.clone();
     let cls = phoneagent_safety::classify(&input);
-    let reasons: Vec<String> = cls
-        .reasons
-        .iter()
-        .map(|r| r.code.as_str().to_string())
-        .collect();
+    // One code once (several sources often find the same reason), in first-seen order.
+    let mut reasons: Vec<String> = Vec::new();
+    for r in &cls.reasons {
+        let code = r.code.as_str();
+        if !reasons.iter().any(|c| c == code) {
+            reasons.push(code.to_string());
+        }
+    }
     let d = phoneagent_safety::decide_with(mode, &input, &cls, ctx.options);
     let tier = d.tier;
     let l = safety_lang(lang);

@@ -113,3 +113,23 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     let d = sha2::Sha256::digest(bytes);
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The safety gate's own eyes as a readiness check (SPEC S10, D2): named `screen_reading`, ok
+/// when the OCR engine and its languages load, else off with the install fix. Shown by
+/// `phoneagent doctor` and the app's Devices panel.
+pub fn screen_reading_check() -> phoneagent_device::ReadinessCheck {
+    let s = phoneagent_vision::vision_status();
+    phoneagent_device::ReadinessCheck {
+        name: "screen_reading".into(),
+        ok: s.available,
+        detail: if s.available {
+            format!("on: {} ({})", s.engine, s.languages.join(", "))
+        } else {
+            format!(
+                "off: the gate sees only the model's words — {}",
+                s.problem.unwrap_or_default()
+            )
+        },
+        fix: s.fix,
+    }
+}

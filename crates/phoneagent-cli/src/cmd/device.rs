@@ -290,20 +290,7 @@ fn print_checks(title: &str, checks: &[ReadinessCheck]) {
 
 /// The safety gate's own eyes (SPEC S10): whether screen reading (OCR) is on, with the fix.
 pub fn screen_reading_check() -> ReadinessCheck {
-    let s = phoneagent_vision::vision_status();
-    ReadinessCheck {
-        name: "screen_reading".into(),
-        ok: s.available,
-        detail: if s.available {
-            format!("on: {} ({})", s.engine, s.languages.join(", "))
-        } else {
-            format!(
-                "off: the gate sees only the model's words — {}",
-                s.problem.unwrap_or_default()
-            )
-        },
-        fix: s.fix,
-    }
+    phoneagent_runtime::screen_reading_check()
 }
 
 /// Preflight (SPEC C1, D2): exit 0 when ready, 1 otherwise, each failed check with its fix.
