@@ -121,7 +121,8 @@ pub struct MirrorFrame {
     pub width: u32,
     /// Height px.
     pub height: u32,
-    /// `data:image/png;base64,…`.
+    /// `data:image/jpeg;base64,…`: the frame downscaled to at most 960 px on its longest
+    /// side (issue #14); `width`/`height` stay the device's.
     pub data_url: String,
     /// Device capture time, ms.
     pub capture_ms: u32,

@@ -182,6 +182,39 @@ fn to_response(a: AnswerInput) -> HumanResponse {
     }
 }
 
+/// Longest side of a mirror frame sent to the webview, px (issue #14: a full 1080×2400 PNG as
+/// base64 per frame kept the webview's main thread busy; the device size still goes along,
+/// so clicks map to device px).
+pub const MIRROR_THUMB_MAX_SIDE: u32 = 960;
+
+/// A frame as a downscaled JPEG data URL (≤ [`MIRROR_THUMB_MAX_SIDE`] px, quality 80): about
+/// a tenth of the PNG's size.
+pub fn thumbnail_data_url(img: &image::RgbaImage) -> String {
+    let (w, h) = img.dimensions();
+    let scale = (MIRROR_THUMB_MAX_SIDE as f32 / w.max(h).max(1) as f32).min(1.0);
+    let (tw, th) = (
+        ((w as f32 * scale).round() as u32).max(1),
+        ((h as f32 * scale).round() as u32).max(1),
+    );
+    let small = if (tw, th) == (w, h) {
+        image::DynamicImage::ImageRgba8(img.clone()).into_rgb8()
+    } else {
+        image::DynamicImage::ImageRgba8(image::imageops::resize(
+            img,
+            tw,
+            th,
+            image::imageops::FilterType::Triangle,
+        ))
+        .into_rgb8()
+    };
+    let mut out = Vec::with_capacity((tw * th / 8) as usize);
+    let mut enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80);
+    if enc.encode_image(&small).is_err() {
+        return String::new();
+    }
+    data_url("image/jpeg", &out)
+}
+
 fn data_url(mime: &str, bytes: &[u8]) -> String {
     format!(
         "data:{mime};base64,{}",
@@ -595,7 +628,7 @@ impl AppState {
                                     seq,
                                     width: shot.image.width(),
                                     height: shot.image.height(),
-                                    data_url: data_url("image/png", &shot.png),
+                                    data_url: thumbnail_data_url(&shot.image),
                                     capture_ms: shot.capture_ms,
                                     blocked: shot.blocked,
                                     ts_ms: phoneagent_runtime::now_ms(),

@@ -240,8 +240,16 @@ async fn devices_mirror_and_take_over_guard() {
         .unwrap();
     match first {
         MirrorMessage::Frame { frame } => {
-            assert!(frame.data_url.starts_with("data:image/png;base64,"));
-            assert!(frame.width > 0 && frame.height > frame.width / 2);
+            // A downscaled JPEG (issue #14), not the phone's full PNG; the size is the device's.
+            assert!(frame.data_url.starts_with("data:image/jpeg;base64,"));
+            assert_eq!((frame.width, frame.height), (1080, 2400));
+            use base64::Engine as _;
+            let jpeg = base64::engine::general_purpose::STANDARD
+                .decode(frame.data_url.trim_start_matches("data:image/jpeg;base64,"))
+                .unwrap();
+            let img = image::load_from_memory(&jpeg).unwrap();
+            assert_eq!((img.width(), img.height()), (432, 960));
+            assert!(jpeg.len() < 120_000, "{} bytes per frame", jpeg.len());
         }
         MirrorMessage::Error { message, .. } => panic!("mirror error: {message}"),
     }
