@@ -17,7 +17,8 @@ width: number,
  */
 height: number, 
 /**
- * `data:image/png;base64,…`.
+ * `data:image/jpeg;base64,…`: the frame downscaled to at most 960 px on its longest
+ * side (issue #14); `width`/`height` stay the device's.
  */
 data_url: string, 
 /**
