@@ -1,5 +1,16 @@
 // Chinese/English labels (cheap: a flat dictionary). English is the fallback.
 const zh: Record<string, string> = {
+  'This model profile has no API key yet. Add it in Settings (it is kept in your system keyring), or pick another profile.':
+    '这个模型配置还没有 API 密钥。请在“设置”中添加（保存在系统密钥环中），或换一个配置。',
+  'The model profile cannot be used as it is. Check its base URL, model name and key in Settings.':
+    '这个模型配置暂时无法使用。请在“设置”中检查它的地址、模型名称和密钥。',
+  'No phone is selected. Plug in a phone with USB debugging on and pick it in Devices, or start the virtual phone.':
+    '尚未选择手机。请连接已开启 USB 调试的手机并在“设备”中选择它，或启动虚拟手机。',
+  'The phone is not reachable right now. Unlock it, accept the "Allow USB debugging?" prompt if it shows one, check the cable, then refresh Devices.':
+    '现在连不上手机。请解锁手机，如出现“允许 USB 调试吗？”请允许，检查数据线，然后刷新“设备”。',
+  'No task is running.': '没有正在运行的任务。',
+  'A task is already running on this phone. Stop it or wait for it to end.': '这台手机上已有任务在运行。请先停止或等待它结束。',
+  'Open Settings': '打开设置', Details: '详情',
   Run: '运行', History: '历史', Settings: '设置', Devices: '设备', Mirror: '镜像', Task: '任务', Timeline: '时间线',
   'Start virtual phone': '启动虚拟手机', Refresh: '刷新', Use: '使用', 'In use': '使用中', Start: '开始', Stop: '停止',
   'Max steps': '最大步数', 'Model profile': '模型配置', 'Access mode': '安全模式', Off: '关闭', Wary: '谨慎',

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { guidance, withoutCliAdvice } from './guidance';
+
+describe('guidance', () => {
+  it('sends a missing key to Settings instead of showing the keyring error', () => {
+    const g = guidance({
+      code: 'model_config',
+      message: 'no API key for profile default: keyring service phoneagent account default, or set PHONE_AGENT_API_KEY',
+    });
+    expect(g.fix).toEqual({ label: 'Open Settings', target: 'settings' });
+    expect(g.text).not.toContain('PHONE_AGENT_API_KEY');
+    expect(g.text).not.toContain('model_config');
+    expect(g.detail).toContain('keyring');
+  });
+
+  it('offers the virtual phone when no phone is selected', () => {
+    const g = guidance({ code: 'no_device', message: 'no phone selected: pick one in Devices, or start the virtual phone' });
+    expect(g.fix?.target).toBe('virtual_phone');
+  });
+
+  it('never passes CLI flags through to the user', () => {
+    expect(withoutCliAdvice('the phone is offline: reconnect it (or use --direct HOST:PORT)')).toBe(
+      'the phone is offline: reconnect it',
+    );
+    const g = guidance({ code: 'something_else', message: 'cannot reach it; pass --base-url http://x to change it' });
+    expect(g.text).not.toContain('--');
+  });
+});
