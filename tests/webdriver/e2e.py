@@ -208,6 +208,23 @@ def main():
             except Exception:
                 pass
 
+    def first_start_is_guided():
+        # Issue #14: the very first Start (no phone chosen, no key) explains itself and offers
+        # the fix as a button, never a raw code or a CLI flag.
+        s.click("#nav-run")
+        s.type("#task-input", "Open Settings and turn on Wi-Fi")
+        s.click("#start-run")
+        s.wait_for("#app-error-fix", 20)
+        text = s.text("#app-error") or ""
+        code = s.attr("#app-error", "data-code") or ""
+        assert code and code not in text.split("Details")[0], f"raw code shown: {text!r}"
+        assert "--" not in text, f"CLI advice shown: {text!r}"
+        shot(s, "first-start.png")
+        assert (s.text("#app-error-fix") or "").strip() in ("Open Settings", "打开设置"), text
+        s.click("#app-error-fix")
+        s.wait_gone("#app-error", 30)
+        s.wait_for("#save-settings", 10)
+
     def settings_and_key():
         s.click("#nav-settings")
         s.type("#profile-url-0", model.base_url)
@@ -495,8 +512,9 @@ def main():
             with open(os.path.join(HOME_DIR, f), "rb") as fh:
                 assert SECRET.encode() not in fh.read(), f"the API key leaked into {f}"
 
-    test("settings_and_api_key_in_keyring", settings_and_key)
     test("virtual_phone_and_mirror", virtual_phone_and_mirror)
+    test("first_start_is_guided", first_start_is_guided)
+    test("settings_and_api_key_in_keyring", settings_and_key)
     test("demo_without_a_phone_or_a_model", demo_without_a_phone_or_a_model)
     test("approve_hard_request_in_dialog", approve_in_dialog)
     test("rejected_request_leaves_no_order", reject_leaves_no_order)
