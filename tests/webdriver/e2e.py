@@ -410,8 +410,17 @@ def main():
         s.select("#demo-scenario", "0")
         s.click("#start-demo")
         s.wait_for("#demo-badge", 30)
+        s.click("#tab-timeline")
+        s.wait_for("#run-finished", 120)
+        shown_ms = time.time() * 1000
         status = wait_run_end(s, 120)
         assert status == "succeeded", status
+        # Issue #14: how far the Run view lags the agent (the run's end in the store → shown).
+        import sqlite3
+        db = sqlite3.connect(f"file:{os.path.join(HOME_DIR, 'phoneagent.sqlite3')}?mode=ro", uri=True)
+        ended_ms = db.execute("SELECT ended_ms FROM runs ORDER BY started_ms DESC LIMIT 1").fetchone()[0]
+        db.close()
+        log(f"MEASURE run end in the store -> shown in the Run view: {shown_ms - ended_ms:.0f} ms")
         assert truth(sim_port)["orders_placed"] == 1, "the demo's purchase is on the virtual phone"
         shot(s, "demo.png")
         s.click("#nav-history")
