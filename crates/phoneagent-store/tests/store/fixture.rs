@@ -310,6 +310,7 @@ pub fn record_run(store: &Store) -> Recorded {
                     model_reason: None,
                 },
                 expires_at_ms: 1_700_000_100_000,
+                allowed_responses: vec!["approve".into(), "reject".into()],
             },
         ),
         (
