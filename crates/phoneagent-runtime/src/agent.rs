@@ -447,6 +447,8 @@ struct Run {
     /// Where the last touch sent to the phone landed (device px): the focused field a
     /// `type_text` types into, read by the screen reader (SPEC S10, P6).
     last_touch_point: Option<(u32, u32)>,
+    /// Size of the image the current action was planned on (SPEC M7: family renderings).
+    family_image: (u32, u32),
 }
 
 impl Run {
@@ -569,6 +571,7 @@ impl Run {
             plan_reuse: None,
             credential_field_focused: false,
             last_touch_point: None,
+            family_image: (1080, 2400),
         }
     }
 
@@ -585,6 +588,22 @@ impl Run {
 
     fn protocol(&self) -> ActionProtocol {
         self.agent.parts.actor.profile.protocol
+    }
+
+    /// The actor profile's model family adapter (SPEC M7); `None` for `generic`.
+    fn family(&self) -> Option<phoneagent_protocol::family::FamilyAdapter> {
+        self.agent.parts.actor.profile.family_adapter()
+    }
+
+    /// SPEC M7, S5–S6: a receipt to the model ends with how to confirm in its family's grammar.
+    fn family_receipt(&self, action: &Action, receipt: String) -> String {
+        match self.family() {
+            Some(ad) => format!(
+                "{receipt}\n{}",
+                ad.confirm_instruction(action, self.family_image)
+            ),
+            None => receipt,
+        }
     }
 
     fn cfg(&self) -> &AgentConfig {
@@ -1111,6 +1130,22 @@ impl Run {
 
     async fn negotiate_contract(&mut self, obs: &Obs) -> Result<CoordinateSpace, Flow> {
         let actor = self.agent.parts.actor.clone();
+        // SPEC M7: a model family answers in its own trained convention; no probing.
+        if let Some(ad) = actor.profile.family_adapter() {
+            let space = ad.frozen_space();
+            self.bus.emit(AgentEvent::CoordinateCalibration {
+                method: "family".into(),
+                space: Some(space),
+                probes: vec![],
+                detail: format!(
+                    "model family {} of profile {}: coordinates {} read as {space}",
+                    ad.family,
+                    actor.profile_name,
+                    ad.coords.as_str()
+                ),
+            });
+            return Ok(space);
+        }
         let space = actor.profile.coordinate_space;
         if space != CoordinateSpace::Auto {
             self.bus.emit(AgentEvent::CoordinateCalibration {
@@ -1266,6 +1301,7 @@ impl Run {
             lang: cfg.lang,
             app_launcher: cfg.app_launcher,
             wait_max_secs: cfg.wait_max_secs,
+            family: self.family(),
         });
         let mut current = String::new();
         current.push_str(&format!("Task: {}\n", self.task));
@@ -1336,8 +1372,8 @@ impl Run {
             ContentPart::image(prepared.data_url.clone()),
         ]));
         let tools = match self.protocol() {
-            ActionProtocol::Tools => adapters::tool_specs(&cfg),
-            ActionProtocol::Do => Vec::new(),
+            ActionProtocol::Tools if self.family().is_none() => adapters::tool_specs(&cfg),
+            _ => Vec::new(),
         };
         ChatRequest {
             messages,
@@ -1456,6 +1492,7 @@ impl Run {
         let mut parsed = adapters::parse_response(
             &resp,
             self.protocol(),
+            self.family().as_ref(),
             self.cfg(),
             self.contract,
             (prepared.sent_w, prepared.sent_h),
@@ -1483,6 +1520,7 @@ impl Run {
             parsed = adapters::parse_response(
                 &resp,
                 self.protocol(),
+                self.family().as_ref(),
                 self.cfg(),
                 self.contract,
                 (prepared.sent_w, prepared.sent_h),
@@ -1565,7 +1603,11 @@ impl Run {
         self.feedback.push(result.clone());
         self.memory.push(Turn {
             step: self.step,
-            action: summarize_action(action),
+            // SPEC M7: a family model sees its past turns in its own grammar.
+            action: match self.family() {
+                Some(ad) => ad.render(action, self.family_image),
+                None => summarize_action(action),
+            },
             screen_description: action.screen_description.clone(),
             reason: action.reason.clone(),
             result,
@@ -1588,6 +1630,7 @@ impl Run {
         let parsed = adapters::parse_response(
             resp,
             self.protocol(),
+            self.family().as_ref(),
             self.cfg(),
             self.contract,
             image,
@@ -1603,6 +1646,7 @@ impl Run {
     }
 
     async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
+        self.family_image = (prepared.sent_w, prepared.sent_h);
         // SPEC P6: from here on the run sees the placeholder; only the device command gets the
         // real text back (`send`).
         if let ActionKind::Type { text } = &action.kind
@@ -1797,6 +1841,7 @@ impl Run {
                         t0,
                         Some(receipt.clone()),
                     );
+                    let receipt = self.family_receipt(&action, receipt);
                     self.reject_turn(&action, receipt);
                     return Flow::Continue;
                 }
@@ -1857,7 +1902,8 @@ impl Run {
                             t0,
                             Some(receipt.clone()),
                         );
-                        self.reject_turn(&action, receipt);
+                        let receipt = self.family_receipt(&action, receipt);
+                    self.reject_turn(&action, receipt);
                         return Flow::Continue;
                     }
                 },
@@ -1937,7 +1983,8 @@ impl Run {
                                 t0,
                                 Some(receipt.clone()),
                             );
-                            self.reject_turn(&action, receipt);
+                            let receipt = self.family_receipt(&action, receipt);
+                    self.reject_turn(&action, receipt);
                             return Flow::Continue;
                         }
                         screen_gate::VisualOutcome::AskPerson => {
@@ -2520,6 +2567,14 @@ impl Run {
                 package: package.clone(),
                 screen_seq: self.screen_seq,
             });
+            // SPEC M7, F1: the family is told how to confirm in its own grammar.
+            let package = match self.family() {
+                Some(ad) => format!(
+                    "{package}\nIn your answer format the confirming finish is: {}",
+                    ad.finish_confirm_example()
+                ),
+                None => package,
+            };
             self.ok_turn(action, package);
             return Flow::Continue;
         }
