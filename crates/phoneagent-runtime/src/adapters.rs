@@ -6,10 +6,10 @@ use phoneagent_llm::config::ActionProtocol;
 use phoneagent_llm::image::ImagePolicy;
 use phoneagent_llm::{ChatResponse, ToolSpec};
 use phoneagent_protocol::event::MappedPoint;
+use phoneagent_protocol::family::FamilyAdapter;
 use phoneagent_protocol::{
     AccessMode, Action, ActionKind, CoordinateSpace, ModelPoint, RiskTier, ScreenGeometry,
 };
-use phoneagent_protocol::family::FamilyAdapter;
 use phoneagent_protocol::{ParseOptions, ToolOptions};
 
 use crate::config::{AgentConfig, Lang};

@@ -1903,7 +1903,7 @@ impl Run {
                             Some(receipt.clone()),
                         );
                         let receipt = self.family_receipt(&action, receipt);
-                    self.reject_turn(&action, receipt);
+                        self.reject_turn(&action, receipt);
                         return Flow::Continue;
                     }
                 },
@@ -1984,7 +1984,7 @@ impl Run {
                                 Some(receipt.clone()),
                             );
                             let receipt = self.family_receipt(&action, receipt);
-                    self.reject_turn(&action, receipt);
+                            self.reject_turn(&action, receipt);
                             return Flow::Continue;
                         }
                         screen_gate::VisualOutcome::AskPerson => {
