@@ -95,6 +95,64 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     })
 }
 
+/// `doctor --deep` for a model family (SPEC M7, M8): ask for one action on the synthetic probe
+/// image with the family's own prompt and parse the answer with the family's grammar; the
+/// error names what the model answered and how to fix the profile. Never touches the phone.
+async fn family_check(
+    client: &ChatClient,
+    cancel: &CancellationToken,
+    ad: &phoneagent_protocol::family::FamilyAdapter,
+) -> Result<(), (String, String)> {
+    use phoneagent_protocol::family::FamilyPromptInput;
+    let image = (32, 32);
+    let system = ad.system_prompt(&FamilyPromptInput {
+        task: "Connection check: tap the black bottom half of the image.",
+        chinese: false,
+        image_size: image,
+        app_launcher: false,
+        wait_max_secs: 5.0,
+        extra_sections: vec![],
+    });
+    let req = ChatRequest {
+        messages: vec![
+            ChatMessage::system(format!("[phoneagent-role: connection_check]\n{system}")),
+            ChatMessage::user_parts(vec![
+                ContentPart::text("Current screenshot (image 32x32 px). Reply with one action."),
+                ContentPart::image(format!("data:image/png;base64,{PROBE_PNG_B64}")),
+            ]),
+        ],
+        tools: vec![],
+        tool_choice: None,
+        temperature: Some(0.0),
+        max_tokens: Some(512),
+        stream: None,
+    };
+    let resp = client.chat(req, cancel).await.map_err(|e| {
+        (
+            "the family check request failed".to_string(),
+            format!("{e}. Try again, or check the endpoint"),
+        )
+    })?;
+    let opts = phoneagent_protocol::ParseOptions::default();
+    let parsed = match resp.tool_calls.first() {
+        Some(c) => ad.parse_tool_call(&c.name, &c.arguments, image, &opts),
+        None => ad.parse(&resp.content, image, &opts),
+    };
+    parsed.map(|_| ()).map_err(|e| {
+        let sample: String = phoneagent_protocol::text::inert_line(&resp.content)
+            .chars()
+            .take(160)
+            .collect();
+        (
+            format!(
+                "the answer is not in the {} grammar ({e}); the model answered: {sample:?}",
+                ad.family
+            ),
+            "set the profile's \"family\" to the family the model was trained on (generic for general models), or use the model the family expects".into(),
+        )
+    })
+}
+
 /// A 32×32 PNG (white top half, black bottom half) for the `--deep` vision probe.
 const PROBE_PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAI0lEQVR4nO3NMQ0AAAgDsPk3DTPBQdIaaOZYBAKBQPAiAIBaq4T6TKHsTNsAAAAASUVORK5CYII=";
 
@@ -253,6 +311,14 @@ async fn check_endpoint(
                     format!("{e}. PhoneAgent needs a vision model: use one that accepts images"),
                 );
             }
+        }
+        if role == Role::Actor
+            && let Some(ad) = p.family_adapter()
+            && let Err((d, fix)) = family_check(&client, &cancel, &ad).await
+        {
+            return fail(format!("{detail}; {d}"), fix);
+        } else if role == Role::Actor && p.family_adapter().is_some() {
+            detail.push_str("; the family's grammar parsed a real answer on a synthetic image");
         }
     }
     ReadinessCheck {
