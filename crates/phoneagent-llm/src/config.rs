@@ -18,6 +18,10 @@
 //!   "roles": {"actor": {"model": "autoglm"}, "verifier": {"model": "gpt"}}
 //! }
 //! ```
+//! A profile's optional `family` (`auto` by default, or `generic`, `autoglm`, `ui_tars`,
+//! `qwen_vl`) and `family_coordinates` choose the model family's prompt, grammar and
+//! coordinate convention (SPEC M7; see [`Profile::family_adapter`]). `phoneagent models add
+//! --preset ID` writes a profile from a provider preset ([`crate::presets`], SPEC M8).
 //! Unknown fields are errors (typos must not be silently ignored). API keys are never in this
 //! file: a profile names its OS-keyring entry (`keyring_entry`); a local endpoint needs none.
 //!

@@ -237,4 +237,40 @@ mod tests {
         let e = preset("nope").unwrap_err().to_string();
         assert!(e.contains("vllm") && e.contains("ark"), "{e}");
     }
+
+    #[test]
+    fn models_json_family_fields_parse_and_bad_names_are_explained() {
+        use crate::config::ModelsConfig;
+        use phoneagent_protocol::family::FamilyCoords;
+        let path = std::path::Path::new("models.json");
+        let cfg = ModelsConfig::from_json(
+            r#"{"profiles": {"ft": {"base_url": "http://127.0.0.1:8000/v1", "model": "my-finetune",
+                "family": "ui_tars", "family_coordinates": "relative_0_1000"},
+                "plain": {"base_url": "http://127.0.0.1:8000/v1", "model": "Qwen3-VL-8B-Instruct"}}}"#,
+            path,
+        )
+        .unwrap();
+        let ft = &cfg.profiles["ft"];
+        assert_eq!(ft.resolved_family(), (ModelFamily::UiTars, false));
+        assert_eq!(
+            ft.family_adapter().unwrap().coords,
+            FamilyCoords::Relative1000
+        );
+        assert!(ft.family_summary().contains("set in the profile"));
+        let plain = &cfg.profiles["plain"];
+        assert_eq!(plain.resolved_family(), (ModelFamily::QwenVl, true));
+        assert_eq!(
+            plain.family_adapter().unwrap().coords,
+            FamilyCoords::Relative999
+        );
+        // `auto` is not written back.
+        assert!(!serde_json::to_string(plain).unwrap().contains("family"));
+        let e = ModelsConfig::from_json(
+            r#"{"profiles": {"x": {"base_url": "http://h/v1", "model": "m", "family": "llava"}}}"#,
+            path,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("generic, autoglm, ui_tars or qwen_vl"), "{e}");
+    }
 }
