@@ -37,6 +37,9 @@ enum Command {
     /// The virtual phone: serve it over the ADB protocol, read its ground truth.
     #[command(subcommand)]
     Sim(cmd::sim::SimCommand),
+    /// Model profiles, families and provider presets (models.json; keys only in the OS keyring).
+    #[command(subcommand)]
+    Models(cmd::models::ModelsCommand),
     /// Inspect the action protocol.
     #[command(subcommand)]
     Protocol(cmd::protocol::ProtocolCommand),
@@ -69,6 +72,7 @@ fn main() -> std::process::ExitCode {
             Command::Approvals(a) => cmd::approvals::approvals(&cli.global, a).await,
             Command::Demo(a) => cmd::demo::demo(&cli.global, a).await,
             Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
+            Command::Models(c) => cmd::models::run(&cli.global, c).await,
             Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,
             Command::Safety(c) => cmd::safety::run(&cli.global, c).await,
         }

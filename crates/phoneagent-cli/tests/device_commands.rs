@@ -612,3 +612,45 @@ fn warnings_on_a_non_terminal_stderr_have_no_colour_codes() {
     );
     assert!(!err.contains('\u{1b}'), "{err:?}");
 }
+
+#[test]
+fn doctor_deep_parses_a_family_answer_and_names_the_fix_when_it_is_not_the_grammar() {
+    let sim = Sim::start();
+    let home = tempfile::tempdir().unwrap();
+    // SPEC M7/M8: the actor's deep check asks for one action in the family's grammar on the
+    // synthetic probe image (queue connection_check) after the one-word vision probe.
+    let script = concat!(
+        "{\"content\": \"white\"}\n",
+        "{\"queue\": \"verifier\", \"content\": \"white\"}\n",
+        "{\"queue\": \"connection_check\", \"content\": \"Thought: the black half is below.\\nAction: click(point='<point>28 42</point>')\"}\n",
+        "{\"content\": \"white\"}\n",
+        "{\"queue\": \"verifier\", \"content\": \"white\"}\n",
+        "{\"queue\": \"connection_check\", \"content\": \"I would tap the black part.\"}\n",
+    );
+    let model = Model::start(script, home.path(), &["--model", "UI-TARS-1.5-7B"], &[]);
+    let flags = [
+        "--base-url",
+        model.base_url.as_str(),
+        "--model",
+        "UI-TARS-1.5-7B",
+        "--deep",
+    ];
+    let (code, v, _) = doctor_json(&sim, home.path(), &flags, &[]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let actor = model_check(&v, "actor");
+    let d = actor["detail"].as_str().unwrap();
+    assert!(
+        d.contains("family ui_tars (auto from the model name"),
+        "{d}"
+    );
+    assert!(d.contains("grammar parsed a real answer"), "{d}");
+    let (code, v, _) = doctor_json(&sim, home.path(), &flags, &[]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let actor = model_check(&v, "actor");
+    let d = actor["detail"].as_str().unwrap();
+    assert!(
+        d.contains("not in the ui_tars grammar") && d.contains("I would tap the black part"),
+        "{d}"
+    );
+    assert!(actor["fix"].as_str().unwrap().contains("family"), "{actor}");
+}

@@ -18,6 +18,10 @@
 //!   "roles": {"actor": {"model": "autoglm"}, "verifier": {"model": "gpt"}}
 //! }
 //! ```
+//! A profile's optional `family` (`auto` by default, or `generic`, `autoglm`, `ui_tars`,
+//! `qwen_vl`) and `family_coordinates` choose the model family's prompt, grammar and
+//! coordinate convention (SPEC M7; see [`Profile::family_adapter`]). `phoneagent models add
+//! --preset ID` writes a profile from a provider preset ([`crate::presets`], SPEC M8).
 //! Unknown fields are errors (typos must not be silently ignored). API keys are never in this
 //! file: a profile names its OS-keyring entry (`keyring_entry`); a local endpoint needs none.
 //!
@@ -49,6 +53,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use phoneagent_protocol::CoordinateSpace;
+use phoneagent_protocol::family::{FamilyAdapter, FamilyCoords, FamilySetting, ModelFamily};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -149,6 +154,21 @@ pub struct Profile {
     /// false}}`). Also the "thinking mode" part of the calibration cache key.
     #[serde(default)]
     pub extra_body: Map<String, Value>,
+    /// Model family (SPEC M7): `auto` (default: from the model name when unambiguous, else
+    /// `generic`), or `generic`, `autoglm`, `ui_tars`, `qwen_vl`. A non-generic family brings
+    /// its own prompt, grammar and coordinate convention; `protocol` and `coordinate_space`
+    /// then apply only to `generic`.
+    #[serde(default, skip_serializing_if = "is_auto_family")]
+    pub family: FamilySetting,
+    /// Overrides the family's coordinate convention (`relative_0_999`, `relative_0_1000` or
+    /// `{"smart_resize": {"factor": 28, "min_pixels": 3136, "max_pixels": 12845056,
+    /// "max_ratio": 200}}`), e.g. for a fine-tune whose name does not tell the base model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family_coordinates: Option<FamilyCoords>,
+}
+
+fn is_auto_family(f: &FamilySetting) -> bool {
+    *f == FamilySetting::Auto
 }
 
 impl Profile {
@@ -167,6 +187,40 @@ impl Profile {
             keyring_entry: None,
             price: None,
             extra_body: Map::new(),
+            family: FamilySetting::Auto,
+            family_coordinates: None,
+        }
+    }
+
+    /// The family in force (SPEC M7) and whether it was detected from the model name (`true`)
+    /// or set in the profile.
+    pub fn resolved_family(&self) -> (ModelFamily, bool) {
+        self.family.resolve(&self.model)
+    }
+
+    /// The family adapter the runtime talks through, `None` for `generic` (PhoneAgent's own
+    /// prompt, `do`/tools front end and negotiated coordinates apply).
+    pub fn family_adapter(&self) -> Option<FamilyAdapter> {
+        let (family, _) = self.resolved_family();
+        let mut ad = FamilyAdapter::for_model(family, &self.model)?;
+        if let Some(c) = self.family_coordinates {
+            ad.coords = c;
+        }
+        Some(ad)
+    }
+
+    /// One line for `doctor` / `models`: `qwen_vl (auto from the model name; coordinates
+    /// smart_resize)`.
+    pub fn family_summary(&self) -> String {
+        let (family, detected) = self.resolved_family();
+        let how = if detected {
+            "auto from the model name"
+        } else {
+            "set in the profile"
+        };
+        match self.family_adapter() {
+            Some(ad) => format!("{family} ({how}; coordinates {})", ad.coords.as_str()),
+            None => format!("{family} ({how})"),
         }
     }
 

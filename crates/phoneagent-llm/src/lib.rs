@@ -17,6 +17,8 @@
 //!   [`MappedPoint`]) (M5).
 //! * [`calibration`]: `auto` coordinate-contract negotiation with synthetic probes and its cache
 //!   ([`negotiate`], [`CalibrationCache`], [`CalibrationReport`]) (M4).
+//! * [`presets`]: provider presets ([`presets::PRESETS`]: base URL, model ids, family, image
+//!   policy; SPEC M8).
 //! * [`error`]: [`LlmError`] with stable [`phoneagent_protocol::ErrorCode`]s.
 //!
 //! Invariant: no API key ever appears in a message, log line, event or file written by this
@@ -30,6 +32,7 @@ pub mod image;
 pub mod keystore;
 pub mod ledger;
 pub mod mapper;
+pub mod presets;
 pub mod types;
 
 pub use calibration::{

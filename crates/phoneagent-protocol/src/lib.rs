@@ -17,6 +17,8 @@
 //!   untrusted text safe to print (no control characters or escape sequences, SPEC S14).
 //! * [`swipe`]: swipe direction semantics ([`check_swipe`], SPEC A5).
 //! * [`parse_error`]: [`ParseError`] — why an answer was rejected, with a stable kind and position.
+//! * [`family`]: model families as adapters ([`ModelFamily`], [`FamilyAdapter`]: trained prompt,
+//!   grammar, coordinate convention with Qwen's smart-resize, history and receipts; SPEC M7).
 //! * [`options`]: per-run bounds and capabilities of both front ends ([`ParseOptions`]).
 //!
 //! Dependencies point one way: this crate depends on no other PhoneAgent crate.
@@ -26,6 +28,7 @@ pub mod approval;
 pub mod do_grammar;
 pub mod error;
 pub mod event;
+pub mod family;
 pub mod geometry;
 pub mod options;
 pub mod parse_error;
@@ -46,6 +49,9 @@ pub use approval::{
 pub use do_grammar::{DoOutput, parse_do, parse_do_output};
 pub use error::ErrorCode;
 pub use event::{AgentEvent, EventEnvelope, Phase, RunStatus};
+pub use family::{
+    FamilyAdapter, FamilyCoords, FamilySetting, ModelFamily, SmartResize, smart_resize,
+};
 pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };

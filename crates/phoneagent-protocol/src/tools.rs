@@ -32,7 +32,7 @@ pub struct ToolCall {
 
 /// An ordered JSON value that keeps duplicate object keys.
 #[derive(Debug, Clone, PartialEq)]
-enum J {
+pub(crate) enum J {
     Null,
     Bool(bool),
     Num(f64),

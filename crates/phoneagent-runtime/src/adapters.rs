@@ -6,6 +6,7 @@ use phoneagent_llm::config::ActionProtocol;
 use phoneagent_llm::image::ImagePolicy;
 use phoneagent_llm::{ChatResponse, ToolSpec};
 use phoneagent_protocol::event::MappedPoint;
+use phoneagent_protocol::family::FamilyAdapter;
 use phoneagent_protocol::{
     AccessMode, Action, ActionKind, CoordinateSpace, ModelPoint, RiskTier, ScreenGeometry,
 };
@@ -128,10 +129,13 @@ fn rejection(e: &phoneagent_protocol::ParseError) -> Rejection {
     }
 }
 
-/// Parse the actor's answer with the configured front end (A1–A5).
+/// Parse the actor's answer with the configured front end (A1–A5), or with the profile's
+/// model family's grammar when it has one (SPEC M7: points come back in the family's frozen
+/// space for the image sent; Qwen-family native tool calls are read as `mobile_use` calls).
 pub fn parse_response(
     resp: &ChatResponse,
     protocol: ActionProtocol,
+    family: Option<&FamilyAdapter>,
     cfg: &AgentConfig,
     space: Option<CoordinateSpace>,
     image: (u32, u32),
@@ -146,6 +150,24 @@ pub fn parse_response(
     )
     .with_task(task);
     let mut out = Parsed::default();
+    if let Some(ad) = family {
+        if resp.tool_calls.is_empty() {
+            out.actions.push(
+                ad.parse(&resp.content, image, &opts)
+                    .map(|a| (None, a))
+                    .map_err(|e| rejection(&e)),
+            );
+        } else {
+            for call in &resp.tool_calls {
+                out.actions.push(
+                    ad.parse_tool_call(&call.name, &call.arguments, image, &opts)
+                        .map(|a| (Some(call.id.clone()), a))
+                        .map_err(|e| rejection(&e)),
+                );
+            }
+        }
+        return out;
+    }
     match protocol {
         ActionProtocol::Tools if !resp.tool_calls.is_empty() => {
             for call in &resp.tool_calls {

@@ -504,6 +504,8 @@ struct Run {
     field_read: Option<(usize, (u32, u32), phoneagent_protocol::ScreenReading)>,
     /// The last actor answer was over the size limit: its rejection, taken by the parse.
     refused_answer: Option<adapters::Rejection>,
+    /// Size of the image the current action was planned on (SPEC M7: family renderings).
+    family_image: (u32, u32),
 }
 
 impl Run {
@@ -628,6 +630,7 @@ impl Run {
             field_read: None,
             refused_answer: None,
             last_touch_point: None,
+            family_image: (1080, 2400),
         }
     }
 
@@ -644,6 +647,22 @@ impl Run {
 
     fn protocol(&self) -> ActionProtocol {
         self.agent.parts.actor.profile.protocol
+    }
+
+    /// The actor profile's model family adapter (SPEC M7); `None` for `generic`.
+    fn family(&self) -> Option<phoneagent_protocol::family::FamilyAdapter> {
+        self.agent.parts.actor.profile.family_adapter()
+    }
+
+    /// SPEC M7, S5–S6: a receipt to the model ends with how to confirm in its family's grammar.
+    fn family_receipt(&self, action: &Action, receipt: String) -> String {
+        match self.family() {
+            Some(ad) => format!(
+                "{receipt}\n{}",
+                ad.confirm_instruction(action, self.family_image)
+            ),
+            None => receipt,
+        }
     }
 
     fn cfg(&self) -> &AgentConfig {
@@ -1170,6 +1189,22 @@ impl Run {
 
     async fn negotiate_contract(&mut self, obs: &Obs) -> Result<CoordinateSpace, Flow> {
         let actor = self.agent.parts.actor.clone();
+        // SPEC M7: a model family answers in its own trained convention; no probing.
+        if let Some(ad) = actor.profile.family_adapter() {
+            let space = ad.frozen_space();
+            self.bus.emit(AgentEvent::CoordinateCalibration {
+                method: "family".into(),
+                space: Some(space),
+                probes: vec![],
+                detail: format!(
+                    "model family {} of profile {}: coordinates {} read as {space}",
+                    ad.family,
+                    actor.profile_name,
+                    ad.coords.as_str()
+                ),
+            });
+            return Ok(space);
+        }
         let space = actor.profile.coordinate_space;
         if space != CoordinateSpace::Auto {
             self.bus.emit(AgentEvent::CoordinateCalibration {
@@ -1325,6 +1360,7 @@ impl Run {
             lang: cfg.lang,
             app_launcher: cfg.app_launcher,
             wait_max_secs: cfg.wait_max_secs,
+            family: self.family(),
         });
         let mut current = String::new();
         current.push_str(&format!("Task: {}\n", self.task));
@@ -1395,8 +1431,8 @@ impl Run {
             ContentPart::image(prepared.data_url.clone()),
         ]));
         let tools = match self.protocol() {
-            ActionProtocol::Tools => adapters::tool_specs(&cfg),
-            ActionProtocol::Do => Vec::new(),
+            ActionProtocol::Tools if self.family().is_none() => adapters::tool_specs(&cfg),
+            _ => Vec::new(),
         };
         ChatRequest {
             messages,
@@ -1506,6 +1542,7 @@ impl Run {
         adapters::parse_response(
             resp,
             self.protocol(),
+            self.family().as_ref(),
             self.cfg(),
             self.contract,
             (prepared.sent_w, prepared.sent_h),
@@ -1643,7 +1680,11 @@ impl Run {
         self.feedback.push(result.clone());
         self.memory.push(Turn {
             step: self.step,
-            action: summarize_action(action),
+            // SPEC M7: a family model sees its past turns in its own grammar.
+            action: match self.family() {
+                Some(ad) => ad.render(action, self.family_image),
+                None => summarize_action(action),
+            },
             screen_description: action.screen_description.clone(),
             reason: action.reason.clone(),
             result,
@@ -1674,6 +1715,7 @@ impl Run {
         let parsed = adapters::parse_response(
             resp,
             self.protocol(),
+            self.family().as_ref(),
             self.cfg(),
             self.contract,
             image,
@@ -1710,6 +1752,7 @@ impl Run {
     }
 
     async fn handle_action(&mut self, action: Action, obs: &Obs, prepared: &Prepared) -> Flow {
+        self.family_image = (prepared.sent_w, prepared.sent_h);
         // SPEC P6: from here on the run sees the placeholder; only the device command gets the
         // real text back (`send`).
         if let ActionKind::Type { text } = &action.kind
@@ -1908,6 +1951,7 @@ impl Run {
                         t0,
                         Some(receipt.clone()),
                     );
+                    let receipt = self.family_receipt(&action, receipt);
                     self.reject_turn(&action, receipt);
                     return Flow::Continue;
                 }
@@ -1968,6 +2012,7 @@ impl Run {
                             t0,
                             Some(receipt.clone()),
                         );
+                        let receipt = self.family_receipt(&action, receipt);
                         self.reject_turn(&action, receipt);
                         return Flow::Continue;
                     }
@@ -2053,6 +2098,7 @@ impl Run {
                                 t0,
                                 Some(receipt.clone()),
                             );
+                            let receipt = self.family_receipt(&action, receipt);
                             self.reject_turn(&action, receipt);
                             return Flow::Continue;
                         }
@@ -2645,6 +2691,14 @@ impl Run {
                 package: package.clone(),
                 screen_seq: self.screen_seq,
             });
+            // SPEC M7, F1: the family is told how to confirm in its own grammar.
+            let package = match self.family() {
+                Some(ad) => format!(
+                    "{package}\nIn your answer format the confirming finish is: {}",
+                    ad.finish_confirm_example()
+                ),
+                None => package,
+            };
             self.ok_turn(action, package);
             return Flow::Continue;
         }

@@ -6,6 +6,7 @@
 //! `[phoneagent-role: actor]` so a scripted model server can route requests by role.
 
 use phoneagent_protocol::CoordinateSpace;
+use phoneagent_protocol::family::{FamilyAdapter, FamilyPromptInput};
 
 use crate::config::Lang;
 use crate::memory::{Turn, sanitize_text};
@@ -29,6 +30,8 @@ pub struct PromptInput<'a> {
     pub app_launcher: bool,
     /// Max seconds of Wait.
     pub wait_max_secs: f64,
+    /// The profile's model family adapter (SPEC M7); `None` = PhoneAgent's own prompt.
+    pub family: Option<FamilyAdapter>,
 }
 
 /// The coordinate contract sentence for the model.
@@ -48,10 +51,23 @@ pub fn coordinate_contract(space: CoordinateSpace, image_size: (u32, u32)) -> St
     }
 }
 
-/// The actor's system prompt.
+/// The actor's system prompt. With a model family (SPEC M7) it is the family's own prompt
+/// (its grammar, coordinates, safety and two-stage finish in that grammar) plus the guard
+/// sections, still behind the role tag.
 pub fn system_prompt(p: &PromptInput<'_>) -> String {
     let mut s = String::new();
     s.push_str("[phoneagent-role: actor]\n");
+    if let Some(ad) = &p.family {
+        s.push_str(&ad.system_prompt(&FamilyPromptInput {
+            task: p.task,
+            chinese: p.lang == Lang::Zh,
+            image_size: p.image_size,
+            app_launcher: p.app_launcher,
+            wait_max_secs: p.wait_max_secs,
+            extra_sections: p.guard_sections.clone(),
+        }));
+        return s;
+    }
     s.push_str(
         "You operate an Android phone for the user by looking at screenshots. Each turn you get the current screenshot \
          and answer with exactly one action. You see only pixels: no app lists, no UI trees. Open apps by tapping their \

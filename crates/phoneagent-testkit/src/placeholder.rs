@@ -10,6 +10,12 @@
 //!   force: `relative_0_999` = `round(1000 · c / screen size)` clamped to 0..=999;
 //!   `image_pixels` = `round(c · image size / screen size)` with the size of the last image the
 //!   request actually carried (read from its data URL).
+//! * `{{center@CONV:LABEL}}`, `{{x@CONV:LABEL}}`, `{{y@CONV:LABEL}}` answer in a model family's
+//!   convention whatever the space in force (SPEC M7): `rel999` (`0..=999`), `rel1000`
+//!   (`0..=1000`), `sr` (Qwen2.5-VL smart-resize px of the request's image: factor 28,
+//!   `min_pixels` 3 136, `max_pixels` 12 845 056) and `sr_tars` (UI-TARS-1.5: `min_pixels`
+//!   78 400), from the centre's canonical position `c / (size − 1)`. E.g. UI-TARS:
+//!   `click(point='<point>{{x@sr_tars:提交订单}} {{y@sr_tars:提交订单}}</point>')`.
 //! * An element that cannot be found is an error naming the label, the screen and the labels
 //!   that are visible; the server answers HTTP 500 with that message (code
 //!   `placeholder_unresolved`), so a test fails loudly instead of tapping nowhere.
@@ -173,7 +179,7 @@ pub struct ResolveContext<'a> {
 
 /// Whether `text` contains any `{{…}}` placeholder this module resolves.
 pub fn has_placeholders(text: &str) -> bool {
-    ["{{center:", "{{x:", "{{y:"]
+    ["{{center:", "{{x:", "{{y:", "{{center@", "{{x@", "{{y@"]
         .iter()
         .any(|p| text.contains(p))
 }
@@ -242,11 +248,66 @@ impl ResolveContext<'_> {
         Ok(out)
     }
 
-    /// Resolve one placeholder body (`center:LABEL`); `None` when it is not one of ours.
+    /// A label's centre in a model family's convention (SPEC M7): `rel999`, `rel1000`,
+    /// `sr` (Qwen2.5-VL smart-resize px of the image the request carried) or `sr_tars`
+    /// (UI-TARS-1.5's smart-resize parameters).
+    fn family_point(&self, conv: &str, spec: &str) -> Result<(i64, i64)> {
+        use phoneagent_protocol::family::{FamilyCoords, SmartResize};
+        let coords = match conv {
+            "rel999" => FamilyCoords::Relative999,
+            "rel1000" => FamilyCoords::Relative1000,
+            "sr" => FamilyCoords::SmartResize(SmartResize::QWEN25_VL),
+            "sr_tars" => FamilyCoords::SmartResize(SmartResize::UI_TARS_15),
+            other => {
+                return Err(Error::Placeholder {
+                    placeholder: spec.to_string(),
+                    message: format!(
+                        "unknown convention @{other}: use @rel999, @rel1000, @sr or @sr_tars"
+                    ),
+                });
+            }
+        };
+        let truth = self.truth.ok_or_else(|| Error::Placeholder {
+            placeholder: spec.to_string(),
+            message: "no virtual phone is configured to resolve labels".into(),
+        })?;
+        let el = truth.find(spec)?;
+        let (sw, sh) = match (truth.width, truth.height, self.image_size) {
+            (Some(w), Some(h), _) | (_, _, Some((w, h))) => (w, h),
+            _ => {
+                return Err(Error::Placeholder {
+                    placeholder: spec.to_string(),
+                    message: "the ground truth has no screen size and the request carries no image"
+                        .into(),
+                });
+            }
+        };
+        let image = self.image_size.unwrap_or((sw, sh));
+        let u = ((el.bounds[0] + el.bounds[2]) / 2.0) / f64::from(sw.saturating_sub(1).max(1));
+        let v = ((el.bounds[1] + el.bounds[3]) / 2.0) / f64::from(sh.saturating_sub(1).max(1));
+        coords
+            .from_canonical(u, v, image)
+            .map_err(|message| Error::Placeholder {
+                placeholder: spec.to_string(),
+                message,
+            })
+    }
+
+    /// Resolve one placeholder body (`center:LABEL`, or `center@CONV:LABEL` in a model
+    /// family's convention); `None` when it is not one of ours.
     fn resolve_one(&self, inner: &str) -> Result<Option<Value>> {
         let Some((kind, spec)) = inner.split_once(':') else {
             return Ok(None);
         };
+        if let Some((base, conv)) = kind.trim().split_once('@') {
+            let (x, y) = self.family_point(conv.trim(), spec)?;
+            return Ok(match base {
+                "center" => Some(Value::from(vec![x, y])),
+                "x" => Some(Value::from(x)),
+                "y" => Some(Value::from(y)),
+                _ => None,
+            });
+        }
         match kind.trim() {
             "center" => {
                 let (x, y) = self.point(spec)?;
@@ -321,6 +382,32 @@ mod tests {
             1,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn resolves_family_conventions() {
+        let t = truth();
+        let ctx = ResolveContext {
+            truth: Some(&t),
+            space: CoordinateSpace::Relative0999,
+            image_size: Some((1080, 2400)),
+        };
+        // 提交订单 centre (880, 2290) of 1080x2400; smart_resize(2400, 1080) = (2408, 1092).
+        assert_eq!(
+            ctx.resolve_text("{{center@rel999:提交订单}}").unwrap(),
+            "[815,954]"
+        );
+        assert_eq!(
+            ctx.resolve_text("{{center@rel1000:提交订单}}").unwrap(),
+            "[816,955]"
+        );
+        assert_eq!(
+            ctx.resolve_text("<point>{{x@sr:提交订单}} {{y@sr:提交订单}}</point>")
+                .unwrap(),
+            "<point>890 2298</point>"
+        );
+        assert!(ctx.resolve_text("{{center@nope:提交订单}}").is_err());
+        assert!(has_placeholders("{{x@sr:a}}"));
     }
 
     #[test]

@@ -95,6 +95,64 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     })
 }
 
+/// `doctor --deep` for a model family (SPEC M7, M8): ask for one action on the synthetic probe
+/// image with the family's own prompt and parse the answer with the family's grammar; the
+/// error names what the model answered and how to fix the profile. Never touches the phone.
+async fn family_check(
+    client: &ChatClient,
+    cancel: &CancellationToken,
+    ad: &phoneagent_protocol::family::FamilyAdapter,
+) -> Result<(), (String, String)> {
+    use phoneagent_protocol::family::FamilyPromptInput;
+    let image = (32, 32);
+    let system = ad.system_prompt(&FamilyPromptInput {
+        task: "Connection check: tap the black bottom half of the image.",
+        chinese: false,
+        image_size: image,
+        app_launcher: false,
+        wait_max_secs: 5.0,
+        extra_sections: vec![],
+    });
+    let req = ChatRequest {
+        messages: vec![
+            ChatMessage::system(format!("[phoneagent-role: connection_check]\n{system}")),
+            ChatMessage::user_parts(vec![
+                ContentPart::text("Current screenshot (image 32x32 px). Reply with one action."),
+                ContentPart::image(format!("data:image/png;base64,{PROBE_PNG_B64}")),
+            ]),
+        ],
+        tools: vec![],
+        tool_choice: None,
+        temperature: Some(0.0),
+        max_tokens: Some(512),
+        stream: None,
+    };
+    let resp = client.chat(req, cancel).await.map_err(|e| {
+        (
+            "the family check request failed".to_string(),
+            format!("{e}. Try again, or check the endpoint"),
+        )
+    })?;
+    let opts = phoneagent_protocol::ParseOptions::default();
+    let parsed = match resp.tool_calls.first() {
+        Some(c) => ad.parse_tool_call(&c.name, &c.arguments, image, &opts),
+        None => ad.parse(&resp.content, image, &opts),
+    };
+    parsed.map(|_| ()).map_err(|e| {
+        let sample: String = phoneagent_protocol::text::inert_line(&resp.content)
+            .chars()
+            .take(160)
+            .collect();
+        (
+            format!(
+                "the answer is not in the {} grammar ({e}); the model answered: {sample:?}",
+                ad.family
+            ),
+            "set the profile's \"family\" to the family the model was trained on (generic for general models), or use the model the family expects".into(),
+        )
+    })
+}
+
 /// A 32×32 PNG (white top half, black bottom half) for the `--deep` vision probe.
 const PROBE_PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAI0lEQVR4nO3NMQ0AAAgDsPk3DTPBQdIaaOZYBAKBQPAiAIBaq4T6TKHsTNsAAAAASUVORK5CYII=";
 
@@ -158,9 +216,13 @@ async fn check_endpoint(
     }
     detail.push(')');
     if role == Role::Actor {
-        detail.push_str(&format!("; coordinates {}", p.coordinate_space));
-        if p.coordinate_space == CoordinateSpace::Auto {
-            detail.push_str(" (negotiated at the first run, then cached)");
+        // SPEC M7: the family decides prompt, grammar and (unless generic) the coordinates.
+        detail.push_str(&format!("; family {}", p.family_summary()));
+        if p.family_adapter().is_none() {
+            detail.push_str(&format!("; coordinates {}", p.coordinate_space));
+            if p.coordinate_space == CoordinateSpace::Auto {
+                detail.push_str(" (negotiated at the first run, then cached)");
+            }
         }
     }
     let fail = |detail: String, fix: String| ReadinessCheck {
@@ -250,11 +312,183 @@ async fn check_endpoint(
                 );
             }
         }
+        if role == Role::Actor
+            && let Some(ad) = p.family_adapter()
+            && let Err((d, fix)) = family_check(&client, &cancel, &ad).await
+        {
+            return fail(format!("{detail}; {d}"), fix);
+        } else if role == Role::Actor && p.family_adapter().is_some() {
+            detail.push_str("; the family's grammar parsed a real answer on a synthetic image");
+        }
     }
     ReadinessCheck {
         name: role.as_str().into(),
         ok: true,
         detail,
         fix: None,
+    }
+}
+
+/// `phoneagent models …` (SPEC M2, M7, M8).
+#[derive(Debug, clap::Subcommand)]
+pub enum ModelsCommand {
+    /// List the profiles of models.json with their endpoint, model, family (auto-detected or
+    /// set), coordinate convention and key entry (never the key), and the role bindings.
+    List,
+    /// List the provider presets: base URL, example model ids, family, image policy.
+    Presets,
+    /// Add (or replace) a profile from a provider preset and save models.json. The API key,
+    /// if the provider needs one, is read from stdin with --key-stdin and stored only in the
+    /// OS keyring under the preset's entry.
+    Add {
+        /// Profile name.
+        name: String,
+        /// Preset id (see `phoneagent models presets`).
+        #[arg(long)]
+        preset: String,
+        /// Model id (default: the preset's first example).
+        #[arg(long)]
+        model: Option<String>,
+        /// Base URL instead of the preset's (e.g. another port).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// Family: auto, generic, autoglm, ui_tars or qwen_vl (default: the preset's).
+        #[arg(long)]
+        family: Option<String>,
+        /// Bind the profile to the actor role.
+        #[arg(long)]
+        actor: bool,
+        /// Read the API key from stdin and store it in the OS keyring.
+        #[arg(long)]
+        key_stdin: bool,
+    },
+}
+
+fn profile_row(name: &str, p: &phoneagent_llm::Profile) -> serde_json::Value {
+    let (family, detected) = p.resolved_family();
+    serde_json::json!({
+        "name": name,
+        "base_url": p.base_url,
+        "model": p.model,
+        "family": family,
+        "family_setting": p.family.as_str(),
+        "family_detected": detected,
+        "coordinates": p.family_adapter().map_or_else(|| p.coordinate_space.to_string(), |a| a.coords.as_str().to_string()),
+        "protocol": p.protocol.as_str(),
+        "keyring_entry": p.keyring_entry,
+    })
+}
+
+/// Run a models subcommand.
+pub async fn run(_g: &super::Global, c: ModelsCommand) -> anyhow::Result<u8> {
+    let env = EnvOverrides::from_env();
+    let dir = env.config_dir().context("cannot find the config dir")?;
+    match c {
+        ModelsCommand::List => {
+            let cfg =
+                phoneagent_llm::ModelsConfig::load(&dir).context("cannot load models.json")?;
+            if cfg.profiles.is_empty() {
+                outln!(
+                    "no profiles in {}: add one with `phoneagent models add NAME --preset ID` (see `phoneagent models presets`)",
+                    dir.join(phoneagent_llm::config::MODELS_FILE).display()
+                );
+            }
+            for (name, p) in &cfg.profiles {
+                let coords = match p.family_adapter() {
+                    Some(_) => String::new(),
+                    None => format!(
+                        " — coordinates {}, protocol {}",
+                        p.coordinate_space,
+                        p.protocol.as_str()
+                    ),
+                };
+                outln!(
+                    "{name}: {} at {} — family {}{coords} — key {}",
+                    phoneagent_protocol::text::inert_line(&p.model),
+                    phoneagent_protocol::text::inert_line(&p.base_url),
+                    p.family_summary(),
+                    p.keyring_entry
+                        .as_deref()
+                        .map_or("none".to_string(), |e| format!("keyring entry {e:?}")),
+                );
+            }
+            for (role, b) in &cfg.roles {
+                outln!("role {role} → {}", b.model);
+            }
+            Ok(0)
+        }
+        ModelsCommand::Presets => {
+            for p in phoneagent_llm::presets::PRESETS {
+                outln!(
+                    "{:<11} {} — {} — models: {} — family {} — image ≤{} px long side{} — key: {}\n            {}",
+                    p.id,
+                    p.name,
+                    p.base_url,
+                    p.models.join(", "),
+                    p.family.as_str(),
+                    p.image.max_long_side,
+                    p.image
+                        .multiple_of
+                        .map_or(String::new(), |m| format!(", sides a multiple of {m}")),
+                    p.keyring_entry
+                        .map_or("none (local)".to_string(), |e| format!(
+                            "keyring entry {e:?}"
+                        )),
+                    p.hint
+                );
+            }
+            Ok(0)
+        }
+        ModelsCommand::Add {
+            name,
+            preset,
+            model,
+            base_url,
+            family,
+            actor,
+            key_stdin,
+        } => {
+            let pr = phoneagent_llm::presets::preset(&preset)?;
+            let mut p = pr.profile(model.as_deref());
+            if let Some(u) = base_url {
+                p.base_url = u;
+            }
+            if let Some(f) = family {
+                p.family = f
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("--family: {e}"))?;
+            }
+            p.validate(&name)?;
+            if key_stdin {
+                let Some(entry) = p.keyring_entry.clone() else {
+                    anyhow::bail!(
+                        "the preset {} needs no API key (a local server): drop --key-stdin",
+                        pr.id
+                    );
+                };
+                let mut key = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut key)
+                    .context("cannot read the API key from stdin")?;
+                let key = phoneagent_llm::ApiKey::new(key.trim().to_string());
+                if key.is_empty() {
+                    anyhow::bail!(
+                        "stdin held no API key: pipe the key in, e.g. `printenv MY_KEY | phoneagent models add …`"
+                    );
+                }
+                KeyStore::new()
+                    .set(&entry, &key)
+                    .context("cannot store the API key in the OS keyring")?;
+            }
+            let mut cfg =
+                phoneagent_llm::ModelsConfig::load(&dir).context("cannot load models.json")?;
+            let row = profile_row(&name, &p);
+            cfg.profiles.insert(name.clone(), p);
+            if actor {
+                cfg.set_role(Role::Actor, name.clone());
+            }
+            cfg.save(&dir).context("cannot save models.json")?;
+            outln!("saved profile {name}: {row}");
+            Ok(0)
+        }
     }
 }

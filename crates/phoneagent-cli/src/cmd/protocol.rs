@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 
 use anyhow::Context;
+use phoneagent_protocol::family::{FamilyAdapter, ModelFamily};
 use phoneagent_protocol::{
     ParseError, ParseOptions, ToolOptions, do_grammar_prompt, extract_tool_calls, parse_do,
     parse_tool_calls, tool_schemas,
@@ -63,10 +64,24 @@ pub enum ProtocolCommand {
     /// With --format do the output is one action object; with --format tools it is an array
     /// with one action per tool call, in order (the first rejected call is reported with its
     /// `index`).
+    ///
+    /// With --family (autoglm, ui_tars, qwen_vl) the family's own grammar reads the input
+    /// (SPEC M7) and the points are printed in the frozen space the runtime maps
+    /// (relative_0_999, or image_pixels of the --image size); --coord-max is then ignored.
     Parse {
-        /// Which front end reads the input.
+        /// Which front end reads the input (PhoneAgent's own front ends; see --family).
         #[arg(long, value_enum, default_value_t = Format::Do)]
         format: Format,
+        /// A model family's grammar instead: generic, autoglm, ui_tars or qwen_vl.
+        #[arg(long, value_name = "NAME")]
+        family: Option<String>,
+        /// The model name, which picks the family's coordinate convention (e.g. UI-TARS-1.5
+        /// answers in smart-resized pixels, Doubao UI-TARS in 0..1000, Qwen3-VL in 0..999).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Size of the screenshot the model saw, WIDTHxHEIGHT px (for pixel conventions).
+        #[arg(long, default_value = "1080x2400", value_name = "WxH")]
+        image: String,
         #[command(flatten)]
         bounds: Bounds,
     },
@@ -143,15 +158,82 @@ pub fn parse_input(format: Format, input: &str, opts: &ParseOptions) -> (u8, Val
     }
 }
 
+/// A representative model per family, for its default coordinate convention.
+fn default_model(f: ModelFamily) -> &'static str {
+    match f {
+        ModelFamily::Generic | ModelFamily::Autoglm => "autoglm-phone-9b",
+        ModelFamily::UiTars => "UI-TARS-1.5-7B",
+        ModelFamily::QwenVl => "Qwen2.5-VL-7B-Instruct",
+    }
+}
+
+/// `WIDTHxHEIGHT` → `(w, h)`.
+pub fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .with_context(|| format!("--image {s:?} is not WIDTHxHEIGHT, e.g. 1080x2400"))?;
+    let n = |v: &str| -> anyhow::Result<u32> {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 2)
+            .with_context(|| format!("--image {s:?}: {v:?} is not a size in px (at least 2)"))
+    };
+    Ok((n(w)?, n(h)?))
+}
+
+/// Parses `input` in a model family's grammar (SPEC M7): `(exit code, JSON to print)`.
+pub fn parse_family_input(
+    family: ModelFamily,
+    model: Option<&str>,
+    image: (u32, u32),
+    input: &str,
+    opts: &ParseOptions,
+) -> (u8, Value) {
+    let model = model.unwrap_or(default_model(family));
+    let Some(ad) = FamilyAdapter::for_model(family, model) else {
+        return parse_input(Format::Do, input, opts);
+    };
+    match ad.parse(input, image, opts) {
+        Ok(a) => {
+            let mut v = json!(a);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("family".into(), json!(family));
+                o.insert("coordinates".into(), json!(ad.coords.as_str()));
+                o.insert("frozen_space".into(), json!(ad.frozen_space()));
+            }
+            (0, v)
+        }
+        Err(e) => (1, error_json(&e, None)),
+    }
+}
+
 /// Run a protocol subcommand.
 pub async fn run(_g: &Global, c: ProtocolCommand) -> anyhow::Result<u8> {
     match c {
-        ProtocolCommand::Parse { format, bounds } => {
+        ProtocolCommand::Parse {
+            format,
+            family,
+            model,
+            image,
+            bounds,
+        } => {
+            let family: Option<ModelFamily> = family
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e: String| anyhow::anyhow!("--family: {e}"))?;
+            let image = parse_size(&image)?;
             let mut input = String::new();
             std::io::stdin()
                 .read_to_string(&mut input)
                 .context("cannot read the model output from stdin (it must be UTF-8 text)")?;
-            let (code, out) = parse_input(format, &input, &bounds.options());
+            let (code, out) = match family {
+                Some(f) if f != ModelFamily::Generic => {
+                    parse_family_input(f, model.as_deref(), image, &input, &bounds.options())
+                }
+                _ => parse_input(format, &input, &bounds.options()),
+            };
             print_json(&out)?;
             Ok(code)
         }
@@ -181,6 +263,32 @@ mod tests {
         assert_eq!(code, 1);
         assert_eq!(out["error"]["kind"], "out_of_range");
         assert_eq!(out["error"]["position"]["column"], 30);
+    }
+
+    #[test]
+    fn family_input_uses_the_family_grammar_and_convention() {
+        let opts = ParseOptions::default();
+        let (code, out) = parse_family_input(
+            ModelFamily::UiTars,
+            Some("doubao-1-5-ui-tars-250428"),
+            (1080, 2400),
+            "Thought: tap\nAction: click(point='<point>1000 500</point>')",
+            &opts,
+        );
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(out["action"], "tap");
+        assert_eq!(out["element"]["x"], 999.0);
+        assert_eq!(out["coordinates"], "relative_0_1000");
+        let (code, out) = parse_family_input(
+            ModelFamily::QwenVl,
+            None,
+            (1080, 2400),
+            "<tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [1092, 5]}}</tool_call>",
+            &opts,
+        );
+        assert_eq!(code, 1);
+        assert_eq!(out["error"]["kind"], "out_of_range");
+        assert!(parse_size("1080x2400").is_ok() && parse_size("1080").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod corpus;
+mod families;
 mod robustness;
 mod roundtrip;
 mod snapshots;

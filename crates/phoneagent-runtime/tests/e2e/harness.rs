@@ -78,6 +78,9 @@ pub struct Opts {
     /// contract that needs a call the model's words alone classify (the reversibility
     /// reviewer's soft candidates, SPEC S7: the screen would make "删除" read as 删除账号).
     pub screen_reading: bool,
+    /// The actor profile's model name (its family is detected from it, SPEC M7); `None` =
+    /// `scripted-model` (generic).
+    pub actor_model: Option<&'static str>,
 }
 
 /// Where the approve-for-me reviewer model is.
@@ -112,6 +115,7 @@ impl Default for Opts {
             oracle: None,
             actor_space: CoordinateSpace::Relative0999,
             screen_reading: true,
+            actor_model: None,
         }
     }
 }
@@ -197,6 +201,9 @@ impl Harness {
                 actor: {
                     let mut r = route(&base, "test-actor", opts.protocol);
                     r.profile.coordinate_space = opts.actor_space;
+                    if let Some(m) = opts.actor_model {
+                        r.profile.model = m.into();
+                    }
                     r
                 },
                 verifier: opts

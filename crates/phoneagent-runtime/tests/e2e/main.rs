@@ -9,6 +9,7 @@ mod attacks;
 #[allow(dead_code)] // the table parts are used by benches/attacks.rs
 mod attacks_cases;
 mod calibration;
+mod families;
 mod harness;
 mod loose_ends;
 mod review;
