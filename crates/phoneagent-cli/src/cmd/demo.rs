@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
+use phoneagent_device::{AdbDevice, AdbServer, AdbServerAddr, Device};
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{Agent, AgentConfig, AgentParts, ModelRoute, PolicyApprover};
@@ -43,6 +43,12 @@ pub struct DemoArgs {
     /// approve-for-me: policy/gate file (TOML or JSON; default: the config dir's, else defaults).
     #[arg(long, value_name = "FILE")]
     pub approval_policy: Option<PathBuf>,
+    /// Capture path (SPEC D8, D9): auto (scrcpy's live stream and fast input when
+    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else Android's
+    /// screenrecord stream, else raw screencap), scrcpy, screenrecord, raw or png. A stream that
+    /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
+    #[arg(long, env = "PHONEAGENT_CAPTURE", default_value = "auto", value_name = "PATH")]
+    pub capture: phoneagent_device::ScreenshotMode,
 }
 
 /// Run the demo.
@@ -114,7 +120,12 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
 
     let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?;
     let device: Arc<dyn Device> = Arc::new(
-        AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default()).await?,
+        AdbDevice::open(
+            AdbServer::new(addr),
+            &serial,
+            super::run::device_options(a.capture),
+        )
+        .await?,
     );
     let route = |role: &str| {
         ModelRoute::unkeyed(

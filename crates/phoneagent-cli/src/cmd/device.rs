@@ -31,6 +31,12 @@ pub struct DoctorArgs {
     /// Also send each role's model a tiny vision request (costs a few tokens).
     #[arg(long)]
     pub deep: bool,
+    /// Capture path (SPEC D8, D9): auto (scrcpy's live stream and fast input when
+    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else Android's
+    /// screenrecord stream, else raw screencap), scrcpy, screenrecord, raw or png. The `capture` and
+    /// `input_path` lines show what this path gives here (env PHONEAGENT_CAPTURE).
+    #[arg(long, env = "PHONEAGENT_CAPTURE", default_value = "auto", value_name = "PATH")]
+    pub capture: phoneagent_device::ScreenshotMode,
 }
 
 /// `phoneagent screenshot`
@@ -312,7 +318,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let device = match AdbDevice::connect(
         &plan_of(g),
         a.serial.as_deref(),
-        AdbDeviceOptions::default(),
+        super::run::device_options(a.capture),
     )
     .await
     {

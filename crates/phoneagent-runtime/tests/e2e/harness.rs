@@ -3,7 +3,7 @@
 //! real SQLite store (in memory).
 
 use phoneagent_review::auto::AutoReviewConfig;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
@@ -34,6 +34,37 @@ pub fn screen_reader() -> Arc<phoneagent_vision::ScreenReader> {
             )
         })
         .clone()
+}
+
+/// The capture path of the e2e suite: `PHONEAGENT_E2E_CAPTURE=auto|scrcpy|screenrecord|raw|png`
+/// (default `png`), so the same tests prove R3, R4 and D3 on the live stream (issue #12).
+/// The scrcpy paths push a stand-in `scrcpy-server`: the virtual phone runs its own.
+pub fn capture_mode() -> phoneagent_device::ScreenshotMode {
+    std::env::var("PHONEAGENT_E2E_CAPTURE")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.parse().unwrap_or_else(|e| panic!("PHONEAGENT_E2E_CAPTURE: {e}")))
+        .unwrap_or_default()
+}
+
+/// A stand-in `scrcpy-server` file (the virtual phone emulates the server for any jar).
+pub fn stand_in_scrcpy_server() -> std::path::PathBuf {
+    static JAR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    JAR.get_or_init(|| {
+        let p = std::env::temp_dir().join(format!("phoneagent-e2e-scrcpy-server-{}", std::process::id()));
+        std::fs::write(&p, b"PK\x03\x04 stand-in scrcpy-server for the virtual phone").unwrap();
+        p
+    })
+    .clone()
+}
+
+/// Device options of the suite: [`capture_mode`].
+pub fn device_options() -> AdbDeviceOptions {
+    AdbDeviceOptions {
+        screenshot_mode: capture_mode(),
+        scrcpy_server: Some(stand_in_scrcpy_server()),
+        ..AdbDeviceOptions::default()
+    }
 }
 
 pub struct Harness {
@@ -78,6 +109,8 @@ pub struct Opts {
     /// contract that needs a call the model's words alone classify (the reversibility
     /// reviewer's soft candidates, SPEC S7: the screen would make "删除" read as 删除账号).
     pub screen_reading: bool,
+    /// The capture path (default: [`capture_mode`], from `PHONEAGENT_E2E_CAPTURE`).
+    pub capture: Option<phoneagent_device::ScreenshotMode>,
 }
 
 /// Where the approve-for-me reviewer model is.
@@ -112,6 +145,7 @@ impl Default for Opts {
             oracle: None,
             actor_space: CoordinateSpace::Relative0999,
             screen_reading: true,
+            capture: None,
         }
     }
 }
@@ -175,7 +209,14 @@ impl Harness {
         .expect("model");
         let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port())).unwrap();
         let device: Arc<dyn Device> = Arc::new(
-            AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default())
+            AdbDevice::open(
+                AdbServer::new(addr),
+                &serial,
+                AdbDeviceOptions {
+                    screenshot_mode: opts.capture.unwrap_or_else(capture_mode),
+                    ..device_options()
+                },
+            )
                 .await
                 .expect("device"),
         );

@@ -15,3 +15,4 @@ mod review;
 mod run;
 mod secrets;
 mod steps;
+mod stream;
