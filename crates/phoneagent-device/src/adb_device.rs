@@ -1343,8 +1343,7 @@ impl Device for AdbDevice {
             let i = &self.inner;
             let shot = self
                 .with_cancel(cancel, async {
-                    Ok(i
-                        .stream
+                    Ok(i.stream
                         .settle(
                             quiet,
                             max,

@@ -47,7 +47,12 @@ pub struct DemoArgs {
     /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else Android's
     /// screenrecord stream, else raw screencap), scrcpy, screenrecord, raw or png. A stream that
     /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
-    #[arg(long, env = "PHONEAGENT_CAPTURE", default_value = "auto", value_name = "PATH")]
+    #[arg(
+        long,
+        env = "PHONEAGENT_CAPTURE",
+        default_value = "auto",
+        value_name = "PATH"
+    )]
     pub capture: phoneagent_device::ScreenshotMode,
 }
 

@@ -35,7 +35,12 @@ pub struct DoctorArgs {
     /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else Android's
     /// screenrecord stream, else raw screencap), scrcpy, screenrecord, raw or png. The `capture` and
     /// `input_path` lines show what this path gives here (env PHONEAGENT_CAPTURE).
-    #[arg(long, env = "PHONEAGENT_CAPTURE", default_value = "auto", value_name = "PATH")]
+    #[arg(
+        long,
+        env = "PHONEAGENT_CAPTURE",
+        default_value = "auto",
+        value_name = "PATH"
+    )]
     pub capture: phoneagent_device::ScreenshotMode,
 }
 

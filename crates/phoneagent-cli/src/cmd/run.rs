@@ -89,7 +89,12 @@ pub struct RunArgs {
     /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else Android's
     /// screenrecord stream, else raw screencap), scrcpy, screenrecord, raw or png. A stream that
     /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
-    #[arg(long, env = "PHONEAGENT_CAPTURE", default_value = "auto", value_name = "PATH")]
+    #[arg(
+        long,
+        env = "PHONEAGENT_CAPTURE",
+        default_value = "auto",
+        value_name = "PATH"
+    )]
     pub capture: phoneagent_device::ScreenshotMode,
 }
 
@@ -311,7 +316,8 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     if let Some(task) = &a.task {
         phoneagent_runtime::check_task_size(task, phoneagent_runtime::DEFAULT_MAX_TASK_CHARS)?;
     }
-    let device: Arc<dyn Device> = Arc::new(connect_device(g, a.serial.as_deref(), a.capture).await?);
+    let device: Arc<dyn Device> =
+        Arc::new(connect_device(g, a.serial.as_deref(), a.capture).await?);
     let routes = super::models::resolve_routes(&a.model)?;
     for why in &routes.unavailable {
         eprintln!("note: {why}");

@@ -43,7 +43,10 @@ pub fn capture_mode() -> phoneagent_device::ScreenshotMode {
     std::env::var("PHONEAGENT_E2E_CAPTURE")
         .ok()
         .filter(|s| !s.trim().is_empty())
-        .map(|s| s.parse().unwrap_or_else(|e| panic!("PHONEAGENT_E2E_CAPTURE: {e}")))
+        .map(|s| {
+            s.parse()
+                .unwrap_or_else(|e| panic!("PHONEAGENT_E2E_CAPTURE: {e}"))
+        })
         .unwrap_or_default()
 }
 
@@ -51,8 +54,15 @@ pub fn capture_mode() -> phoneagent_device::ScreenshotMode {
 pub fn stand_in_scrcpy_server() -> std::path::PathBuf {
     static JAR: OnceLock<std::path::PathBuf> = OnceLock::new();
     JAR.get_or_init(|| {
-        let p = std::env::temp_dir().join(format!("phoneagent-e2e-scrcpy-server-{}", std::process::id()));
-        std::fs::write(&p, b"PK\x03\x04 stand-in scrcpy-server for the virtual phone").unwrap();
+        let p = std::env::temp_dir().join(format!(
+            "phoneagent-e2e-scrcpy-server-{}",
+            std::process::id()
+        ));
+        std::fs::write(
+            &p,
+            b"PK\x03\x04 stand-in scrcpy-server for the virtual phone",
+        )
+        .unwrap();
         p
     })
     .clone()
@@ -217,8 +227,8 @@ impl Harness {
                     ..device_options()
                 },
             )
-                .await
-                .expect("device"),
+            .await
+            .expect("device"),
         );
         // Faults and the starting screen last, so timed faults (a dialog N ms after the screen
         // opens) start as close as possible to the run, even on a loaded machine.
@@ -259,6 +269,10 @@ impl Harness {
                     mode: opts.mode,
                     max_steps: opts.max_steps,
                     settle_ms: 250,
+                    // PHONEAGENT_E2E_REUSE_VERIFY=1: the suite with the verification frame
+                    // reused as the next planning frame (off by default, see AgentConfig).
+                    reuse_verify_frame: std::env::var("PHONEAGENT_E2E_REUSE_VERIFY")
+                        .is_ok_and(|v| v == "1"),
                     ..AgentConfig::default()
                 };
                 (opts.config)(&mut c);
