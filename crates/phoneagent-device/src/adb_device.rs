@@ -11,7 +11,7 @@ use crate::stream::{CapturePath, InputPath};
 use crate::text::{self, ADB_KEYBOARD_IME};
 use crate::types::{DeviceError, DeviceState, KeyCode, Readiness, ReadinessCheck, Screenshot};
 use crate::wire::ShellOutput;
-use crate::{Device, Result};
+use crate::{Device, Result, Settle};
 use async_trait::async_trait;
 use phoneagent_protocol::{DevicePoint, Rotation, ScreenGeometry};
 use std::sync::Arc;
@@ -36,6 +36,45 @@ pub enum ScreenshotMode {
     Screenrecord,
     /// The fastest available: scrcpy, else screenrecord, else raw `screencap`.
     Auto,
+}
+
+impl ScreenshotMode {
+    /// The names `--capture` and the `capture` setting take (SPEC D8).
+    pub const NAMES: &'static [&'static str] = &["auto", "scrcpy", "screenrecord", "raw", "png"];
+
+    /// The name of this mode (one of [`ScreenshotMode::NAMES`]).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Scrcpy => "scrcpy",
+            Self::Screenrecord => "screenrecord",
+            Self::Raw => "raw",
+            Self::Png => "png",
+        }
+    }
+}
+
+impl std::fmt::Display for ScreenshotMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ScreenshotMode {
+    type Err = String;
+    /// `auto`, `scrcpy`, `screenrecord`, `raw` or `png` (case-insensitive).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "scrcpy" => Ok(Self::Scrcpy),
+            "screenrecord" => Ok(Self::Screenrecord),
+            "raw" => Ok(Self::Raw),
+            "png" => Ok(Self::Png),
+            other => Err(format!(
+                "unknown capture path {other:?}: use one of auto, scrcpy, screenrecord, raw, png"
+            )),
+        }
+    }
 }
 
 /// Tunables of an [`AdbDevice`].
@@ -1321,5 +1360,46 @@ impl Device for AdbDevice {
 
     async fn readiness(&self, cancel: &CancellationToken) -> Result<Readiness> {
         self.with_cancel(cancel, self.inner.readiness(cancel)).await
+    }
+
+    /// With a live stream, [`Settle::UntilStill`] and [`Settle::Adaptive`] watch decoded frames
+    /// (no device command) and return the newest as the verification frame; a stream that
+    /// dies while waiting, or none, falls back to [`crate::settle_by_screenshots`].
+    async fn settle(&self, how: Settle, cancel: &CancellationToken) -> Result<Option<Screenshot>> {
+        let watch = match how {
+            Settle::Fixed(_) => None,
+            Settle::UntilStill { quiet, max, .. } | Settle::Adaptive { quiet, max, .. } => {
+                Some((quiet, max))
+            }
+        };
+        if let Some((quiet, max)) = watch {
+            let t0 = Instant::now();
+            let i = &self.inner;
+            let shot = self
+                .with_cancel(cancel, async {
+                    Ok(i.stream
+                        .settle(
+                            quiet,
+                            max,
+                            i.opts.stream_fresh_wait,
+                            i.opts.stream_fresh_margin,
+                            t0,
+                        )
+                        .await)
+                })
+                .await?;
+            if let Some(shot) = shot {
+                if let Ok(mut g) = i.last_frame.lock() {
+                    *g = Some(shot.image.dimensions());
+                }
+                return Ok(Some(shot));
+            }
+        }
+        crate::settle_by_screenshots(self, how, cancel).await
+    }
+
+    async fn paths(&self) -> Option<(String, String, Option<String>)> {
+        let (c, i, note) = self.stream_paths().await;
+        Some((c.to_string(), i.to_string(), note))
     }
 }

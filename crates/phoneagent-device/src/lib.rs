@@ -165,4 +165,12 @@ pub trait Device: Send + Sync {
     async fn settle(&self, how: Settle, cancel: &CancellationToken) -> Result<Option<Screenshot>> {
         settle_by_screenshots(self, how, cancel).await
     }
+
+    /// The capture and input paths in use now (SPEC D8, D9), as `doctor` words them:
+    /// capture `scrcpy 3.x | screenrecord | raw | png`, input `scrcpy control | shell input`,
+    /// and why the faster path is not used. `None` (the default) when the device cannot tell.
+    /// Asked at the start of a run and after a device error, and recorded in the run.
+    async fn paths(&self) -> Option<(String, String, Option<String>)> {
+        None
+    }
 }

@@ -24,9 +24,22 @@ pub enum Settle {
         /// Least time between two frames.
         poll: Duration,
     },
+    /// The default (issue #12 item 3): on a device with a live stream, wait until the stream
+    /// shows a still screen — no frame that changes it for `quiet`, counted from the action's
+    /// delivery or the last change, at most `max` — and hand over the newest frame as the
+    /// verification frame; without a stream, sleep `fallback` (a `screencap` per poll would
+    /// cost more than it saves).
+    Adaptive {
+        /// How long the stream must show no change.
+        quiet: Duration,
+        /// Upper bound of the whole wait.
+        max: Duration,
+        /// The fixed sleep without a stream.
+        fallback: Duration,
+    },
 }
 
-/// The default [`crate::Device::settle`]: `Fixed` sleeps (no frame); `UntilStill` polls
+/// The default [`crate::Device::settle`]: `Fixed` and `Adaptive` sleep (no frame); `UntilStill` polls
 /// [`Device::screenshot`] and returns the last frame taken.
 ///
 /// # Errors
@@ -43,7 +56,7 @@ pub async fn settle_by_screenshots<D: Device + ?Sized>(
         }
     };
     match how {
-        Settle::Fixed(d) => {
+        Settle::Fixed(d) | Settle::Adaptive { fallback: d, .. } => {
             sleep(d).await?;
             Ok(None)
         }

@@ -543,6 +543,16 @@ pub enum AgentEvent {
         /// Waited ms.
         waited_ms: u64,
     },
+    /// The capture and input paths the run uses (SPEC D8, D9): emitted before the first step
+    /// and again whenever they change (a stream that died: `scrcpy 3.3.4` → `raw`).
+    DevicePaths {
+        /// `scrcpy VERSION`, `screenrecord`, `raw` or `png`.
+        capture: String,
+        /// `scrcpy control` or `shell input`.
+        input: String,
+        /// Why the faster path is not used (a stream that died, scrcpy-server not found), if so.
+        note: Option<String>,
+    },
     /// The model wrote a note / updated its task board.
     Note {
         /// Text.
@@ -640,6 +650,7 @@ impl AgentEvent {
             Self::Recovery { .. } => "recovery",
             Self::DeviceLost { .. } => "device_lost",
             Self::DeviceRestored { .. } => "device_restored",
+            Self::DevicePaths { .. } => "device_paths",
             Self::Note { .. } => "note",
             Self::FinishReview { .. } => "finish_review",
             Self::FinishRejected { .. } => "finish_rejected",

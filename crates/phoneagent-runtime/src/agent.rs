@@ -491,6 +491,8 @@ struct Run {
     /// frame when nothing happened in between (no dispatch, capture, pause, human request or
     /// device error: each clears it). Never a blocked frame.
     plan_reuse: Option<(Obs, String)>,
+    /// The capture and input paths last recorded (`device_paths` event).
+    device_paths: Option<(String, String)>,
     /// The last touch sent to the phone focused a credential field (its target read as a
     /// password / PIN / code field): the next `type_text` is a secret and meets the
     /// password-field rule of the gate (SPEC S3, P6).
@@ -626,6 +628,7 @@ impl Run {
             pending_prepare: None,
             last_frame: None,
             plan_reuse: None,
+            device_paths: None,
             credential_field_focused: false,
             field_read: None,
             refused_answer: None,
@@ -830,10 +833,28 @@ impl Run {
         flow
     }
 
+    /// Record the capture and input paths when they are new or changed (SPEC D8, D9): a stream
+    /// that died mid-run shows up as the switch to `raw`.
+    async fn note_device_paths(&mut self) {
+        let Some((capture, input, note)) = self.device().paths().await else {
+            return;
+        };
+        let now = (capture.clone(), input.clone());
+        if self.device_paths.as_ref() != Some(&now) {
+            self.device_paths = Some(now);
+            self.bus.emit(AgentEvent::DevicePaths {
+                capture,
+                input,
+                note,
+            });
+        }
+    }
+
     async fn turn(&mut self) -> Flow {
         if let Some(f) = self.limits_reached() {
             return f;
         }
+        self.note_device_paths().await;
         let extra_confirmation = if self.budget_exhausted() {
             // F3: one real confirmation turn bound to a valid review package, at most once.
             let valid = self.review.as_ref().is_some_and(|r| {

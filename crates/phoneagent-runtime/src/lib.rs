@@ -46,7 +46,9 @@ pub mod store_recorder;
 
 pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome, StepOutcome, StepSession};
 pub use approver::{Approver, HumanRequest, PendingApprovals, PolicyApprover, map_free_text};
-pub use config::{AgentConfig, FinishVerifyMode, FreshnessConfig, Lang, SettleUntilStill};
+pub use config::{
+    AgentConfig, FinishVerifyMode, FreshnessConfig, Lang, SettleUntilStill, StreamSettle,
+};
 pub use control::PauseHandle;
 pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
 pub use phoneagent_llm::config::ActionProtocol;

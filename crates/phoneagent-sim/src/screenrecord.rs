@@ -117,7 +117,12 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
         repeat_after: None,
         key_every: Duration::from_secs(1),
     };
-    let mut rx = match videoenc::spawn(slot, opts, halt.clone(), Arc::new(AtomicBool::new(false))) {
+    let mut rx = match videoenc::spawn(
+        slot.clone(),
+        opts,
+        halt.clone(),
+        Arc::new(AtomicBool::new(false)),
+    ) {
         Ok(rx) => rx,
         Err(e) => {
             out.stderr(&format!("screenrecord: {e}\n")).await?;
@@ -132,6 +137,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             () = stop.cancelled() => break Err(std::io::Error::other("the device disconnected")),
             p = rx.recv() => match p {
                 Some(p) => {
+                    videoenc::latency(&slot, &p).await;
                     if let Err(e) = out.stdout(&p.data).await {
                         break Err(e);
                     }

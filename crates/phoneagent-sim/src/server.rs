@@ -22,11 +22,22 @@ pub(crate) struct Slot {
     pub phone: Mutex<Phone>,
     /// What commands cost on this phone (SPEC V6).
     pub timing: Mutex<crate::timing::TimingProfile>,
+    /// Fired by [`SimPhoneHandle::stop_streams`]: every running stream process ends (a new
+    /// token replaces it, so later streams run).
+    pub streams_kill: Mutex<CancellationToken>,
 }
 
 impl Slot {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Phone> {
         self.phone.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The token that stops the stream processes running now.
+    pub(crate) fn stream_kill(&self) -> CancellationToken {
+        self.streams_kill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The timing profile in effect (a copy: figures may change between commands).
@@ -110,6 +121,7 @@ impl SimServer {
                 listed: d.state,
                 phone: Mutex::new(Phone::new(d, now)?),
                 timing: Mutex::new(d.timing.clone()),
+                streams_kill: Mutex::new(CancellationToken::new()),
             }));
         }
         let listener = TcpListener::bind(("127.0.0.1", port))
@@ -241,6 +253,21 @@ impl SimPhoneHandle {
     /// Replace the timing profile (SPEC V6); applies from the next command on.
     pub fn set_timing(&self, t: crate::timing::TimingProfile) {
         *self.slot.timing.lock().unwrap_or_else(|e| e.into_inner()) = t;
+    }
+
+    /// Kill every running stream process (scrcpy server, `screenrecord`) while the phone stays
+    /// connected (SPEC V4, issue #12 "a stream that dies"): their sockets close, as when the
+    /// server crashes. Streams started afterwards run normally.
+    pub fn stop_streams(&self) {
+        let old = std::mem::replace(
+            &mut *self
+                .slot
+                .streams_kill
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+            CancellationToken::new(),
+        );
+        old.cancel();
     }
 
     /// Replace the fault set (SPEC V4); see [`Faults`].

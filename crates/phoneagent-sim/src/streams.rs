@@ -103,16 +103,37 @@ pub(crate) async fn device_service(
         return Ok(Handled::Done);
     };
     s.write_all(b"OKAY").await?;
+    // SPEC V6: starting the stream's process (scrcpy's app_process JVM, screenrecord's
+    // MediaCodec) before its first byte.
+    let timing = slot.timing();
+    if !timing.is_instant() {
+        tokio::select! {
+            () = tokio::time::sleep(timing.stream_start()) => {}
+            () = link.cancelled() => return Ok(Handled::Done),
+        }
+    }
+    // Stopped with the device link, or by `SimPhoneHandle::stop_streams` (a stream that dies
+    // while the phone stays: the client falls back to screencap).
+    let stop = link.child_token();
+    let killer = slot.stream_kill();
+    let watch_stop = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = killer.cancelled() => watch_stop.cancel(),
+            () = watch_stop.cancelled() => {}
+        }
+    });
     let out = ProcOut::new(s, mode);
     let r = match job {
-        Job::Scrcpy(l) => crate::scrcpy::run(slot.clone(), l, out, link.clone()).await,
-        Job::Record(r) => crate::screenrecord::run(slot.clone(), r, out, link.clone()).await,
+        Job::Scrcpy(l) => crate::scrcpy::run(slot.clone(), l, out, stop.clone()).await,
+        Job::Record(r) => crate::screenrecord::run(slot.clone(), r, out, stop.clone()).await,
         Job::RecordUsage(msg) => {
             let mut out = out;
             out.stderr(&msg).await?;
             out.exit(if mode == Mode::V2 { 1 } else { 0 }).await
         }
     };
+    stop.cancel();
     if after == AfterService::Disconnect {
         // The disconnect fault counted this service: the device vanishes once it ends.
         let away = slot.lock().disconnect(Instant::now());

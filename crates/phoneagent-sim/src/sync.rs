@@ -73,6 +73,11 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         s.read_exact(&mut path).await?;
         let path = String::from_utf8_lossy(&path).into_owned();
         tracing::debug!(id = %String::from_utf8_lossy(&id), %path, "sync request");
+        // SPEC V6: one round trip per request (the bytes are charged where they move).
+        let timing = slot.timing();
+        if !timing.is_instant() {
+            tokio::time::sleep(timing.sync_request(0)).await;
+        }
         match &id {
             b"STAT" => {
                 let st = slot.lock().dev.stat(&path);
@@ -131,6 +136,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                         }
                     }
                 };
+                if !timing.is_instant() {
+                    tokio::time::sleep(timing.transfer(data.len())).await;
+                }
                 let r = slot.lock().dev.write(&target, data, mode, mtime);
                 match r {
                     Ok(()) => s.write_all(&msg(b"OKAY", &[0])).await?,
@@ -141,6 +149,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 let r = slot.lock().dev.read(&path);
                 match r {
                     Ok(data) => {
+                        if !timing.is_instant() {
+                            tokio::time::sleep(timing.transfer(data.len())).await;
+                        }
                         for chunk in data.chunks(DATA_MAX) {
                             s.write_all(&msg(b"DATA", &[chunk.len() as u32])).await?;
                             s.write_all(chunk).await?;

@@ -21,6 +21,11 @@
 //! | `other_ms` | 0 | 5 | any other command (`echo`, `getprop`, `id`, …) | estimate: a fork+exec |
 //! | `usb_mb_per_s` | 0 (∞) | 30 | transfer of every response byte to the host (MB/s, 10⁶ bytes) | issue #12: "a USB 2 adb rate (≈30 MB/s)" |
 //! | `stream_frame_latency_ms` | 0 | 50 | capture→host latency of one frame of a live stream (scrcpy/screenrecord) | issue #12: "a stream's frame latency ≈50 ms" |
+//! | `stream_start_ms` | 0 | 800 | starting a stream: scrcpy's `app_process` server (JVM start, MediaCodec set-up) or `screenrecord`, before its first byte | estimate: scrcpy shows its first frame about 1 s after launch |
+//! | `control_ms` | 0 | 6 | each scrcpy control message (touch, key, text, clipboard) applied on the phone | issue #12: "the same tap over a persistent on-device connection took 5.6 ms" |
+//!
+//! `sync:` (push/pull) is charged `shell_ms` per request plus the transfer of the bytes at
+//! `usb_mb_per_s`, both ways.
 //!
 //! So on `real` a 1080×2400 `screencap -p` costs 10 + 250 + 1244 + PNG bytes/30 MB/s ≈ 1.5 s,
 //! a raw `screencap` 10 + 250 + 10.4 MB/30 MB/s ≈ 605 ms, and `input tap` 240 ms.
@@ -72,6 +77,10 @@ pub struct TimingProfile {
     pub usb_mb_per_s: f64,
     /// Latency of one live-stream frame (capture on the phone → bytes on the host).
     pub stream_frame_latency_ms: f64,
+    /// Starting a live stream (scrcpy server / `screenrecord`), ms, before its first byte.
+    pub stream_start_ms: f64,
+    /// One scrcpy control message applied on the phone, ms.
+    pub control_ms: f64,
 }
 
 /// The override keys [`TimingProfile::set`] knows, in table order.
@@ -90,6 +99,8 @@ pub const TIMING_KEYS: &[&str] = &[
     "other_ms",
     "usb_mb_per_s",
     "stream_frame_latency_ms",
+    "stream_start_ms",
+    "control_ms",
 ];
 
 /// The profile names [`TimingProfile::named`] knows.
@@ -120,6 +131,8 @@ impl TimingProfile {
             other_ms: 0.0,
             usb_mb_per_s: 0.0,
             stream_frame_latency_ms: 0.0,
+            stream_start_ms: 0.0,
+            control_ms: 0.0,
         }
     }
 
@@ -140,6 +153,8 @@ impl TimingProfile {
             other_ms: 5.0,
             usb_mb_per_s: 30.0,
             stream_frame_latency_ms: 50.0,
+            stream_start_ms: 800.0,
+            control_ms: 6.0,
         }
     }
 
@@ -187,6 +202,8 @@ impl TimingProfile {
             "other_ms" => &mut self.other_ms,
             "usb_mb_per_s" => &mut self.usb_mb_per_s,
             "stream_frame_latency_ms" => &mut self.stream_frame_latency_ms,
+            "stream_start_ms" => &mut self.stream_start_ms,
+            "control_ms" => &mut self.control_ms,
             other => {
                 return Err(SimError::Config(format!(
                     "unknown timing key {other:?}: use one of {}",
@@ -220,6 +237,21 @@ impl TimingProfile {
     /// scrcpy / screenrecord emulation.
     pub fn stream_frame_latency(&self) -> Duration {
         ms(self.stream_frame_latency_ms)
+    }
+
+    /// Starting a live stream (scrcpy server or `screenrecord`), before its first byte.
+    pub fn stream_start(&self) -> Duration {
+        ms(self.shell_ms + self.stream_start_ms)
+    }
+
+    /// One scrcpy control message applied on the phone.
+    pub fn control(&self) -> Duration {
+        ms(self.control_ms)
+    }
+
+    /// One `sync:` request (STAT/SEND/RECV/LIST/DONE) carrying `bytes` either way.
+    pub fn sync_request(&self, bytes: usize) -> Duration {
+        ms(self.shell_ms) + self.transfer(bytes)
     }
 
     /// Time to move `bytes` to the host at [`TimingProfile::usb_mb_per_s`].

@@ -27,6 +27,9 @@ pub(crate) struct Packet {
     pub data: Vec<u8>,
     /// Frame size the packet belongs to.
     pub size: (u32, u32),
+    /// When the screen it shows was captured (the writer holds it back until
+    /// `made + stream_frame_latency`, SPEC V6).
+    pub made: Instant,
 }
 
 /// Encoder settings.
@@ -38,6 +41,15 @@ pub(crate) struct EncodeOpts {
     pub repeat_after: Option<Duration>,
     /// A key frame at least this often.
     pub key_every: Duration,
+}
+
+/// Hold a packet back until its frame latency has passed (SPEC V6: capture on the phone →
+/// bytes on the host); nothing on the instant profile.
+pub(crate) async fn latency(slot: &Slot, p: &Packet) {
+    let lat = slot.timing().stream_frame_latency();
+    if !lat.is_zero() {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(p.made + lat)).await;
+    }
 }
 
 /// Start the encoder thread. It stops when `stop` fires or the receiver is dropped. A request
@@ -95,6 +107,7 @@ pub(crate) fn spawn(
                                         key: false,
                                         data: c,
                                         size: sz,
+                                        made: tick,
                                     })
                                     .is_ok();
                             }
@@ -106,6 +119,7 @@ pub(crate) fn spawn(
                                         key: e.key,
                                         data: e.frame,
                                         size: sz,
+                                        made: tick,
                                     })
                                     .is_ok();
                             }

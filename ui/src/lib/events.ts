@@ -61,6 +61,7 @@ export type AgentEvent =
   | { kind: 'recovery'; outcome: string; code: string; action_type: string | null; hard_failures: number; soft_replans: number; detail: string }
   | { kind: 'device_lost'; serial: string; detail: string }
   | { kind: 'device_restored'; serial: string; waited_ms: number }
+  | { kind: 'device_paths'; capture: string; input: string; note: string | null }
   | { kind: 'note'; message: string; task_board: { text: string; done: boolean }[] }
   | { kind: 'finish_review'; message: string; package: string; screen_seq: number }
   | { kind: 'finish_rejected'; by: string; message: string }

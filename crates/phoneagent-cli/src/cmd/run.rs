@@ -85,6 +85,19 @@ pub struct RunArgs {
     /// model's words. Not recommended.
     #[arg(long)]
     pub no_screen_reading: bool,
+    /// Capture path (SPEC D8, D9): scrcpy (default: scrcpy's live stream and fast input when
+    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else raw
+    /// screencap and `input`), auto (scrcpy, else Android's screenrecord stream, else raw),
+    /// screenrecord, raw or png. screenrecord is opt-in (`auto`): it sends frames only when
+    /// the screen changes and has had less testing than scrcpy. A stream that
+    /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
+    #[arg(
+        long,
+        env = "PHONEAGENT_CAPTURE",
+        default_value = "scrcpy",
+        value_name = "PATH"
+    )]
+    pub capture: phoneagent_device::ScreenshotMode,
 }
 
 /// The gate's screen reader (SPEC S10), or `None` with a warning saying why and how to fix it.
@@ -115,22 +128,28 @@ pub enum OnApproval {
     Reject,
 }
 
-/// Device options of every CLI command that opens a phone: the defaults, with the IME journal
-/// beside the run store (`$PHONEAGENT_HOME/ime-journal` or the data directory's), so a run
-/// killed with SIGKILL has its phone's keyboard put back by the next command (SPEC D4).
-pub fn device_options() -> AdbDeviceOptions {
+/// Device options for a `--capture` path (SPEC D8), with the IME journal beside the run store
+/// (`$PHONEAGENT_HOME/ime-journal` or the data directory's), so a run killed with SIGKILL has its
+/// phone's keyboard put back by the next command (SPEC D4).
+pub fn device_options(capture: phoneagent_device::ScreenshotMode) -> AdbDeviceOptions {
     AdbDeviceOptions {
+        screenshot_mode: capture,
         ime_journal: phoneagent_store::default_ime_journal_dir().ok(),
         ..AdbDeviceOptions::default()
     }
 }
 
-/// Connect to the phone named by flags/env, through the adb server of `--adb`.
-pub async fn connect_device(g: &Global, serial: Option<&str>) -> anyhow::Result<AdbDevice> {
+/// Connect to the phone named by flags/env, through the adb server of `--adb`, capturing
+/// through `capture`.
+pub async fn connect_device(
+    g: &Global,
+    serial: Option<&str>,
+    capture: phoneagent_device::ScreenshotMode,
+) -> anyhow::Result<AdbDevice> {
     // The same transport choice as `devices`/`doctor` (SPEC D1): `--direct HOST:PORT`, else the
     // adb server when one answers, else the phone's adbd directly over USB.
     let plan = ConnectPlan::from_flags(g.adb.as_deref(), g.direct.as_deref());
-    Ok(AdbDevice::connect(&plan, serial, device_options()).await?)
+    Ok(AdbDevice::connect(&plan, serial, device_options(capture)).await?)
 }
 
 /// Open the run store (PHONEAGENT_HOME or the platform data dir) and report crashed runs.
@@ -299,7 +318,8 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     if let Some(task) = &a.task {
         phoneagent_runtime::check_task_size(task, phoneagent_runtime::DEFAULT_MAX_TASK_CHARS)?;
     }
-    let device: Arc<dyn Device> = Arc::new(connect_device(g, a.serial.as_deref()).await?);
+    let device: Arc<dyn Device> =
+        Arc::new(connect_device(g, a.serial.as_deref(), a.capture).await?);
     let routes = super::models::resolve_routes(&a.model)?;
     for why in &routes.unavailable {
         eprintln!("note: {why}");

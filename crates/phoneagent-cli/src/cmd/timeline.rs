@@ -133,6 +133,19 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
                 one(serial)
             )
         }
+        AgentEvent::DevicePaths {
+            capture,
+            input,
+            note,
+        } => match note {
+            Some(n) => format!(
+                "     ▸ capture: {}, input: {} ({})",
+                one(capture),
+                one(input),
+                clip(n, 200)
+            ),
+            None => format!("     ▸ capture: {}, input: {}", one(capture), one(input)),
+        },
         AgentEvent::DeviceRestored { serial, waited_ms } => {
             format!(
                 "     ⚡ device {} is back after {waited_ms} ms; re-observing",

@@ -39,21 +39,45 @@ struct Slot {
     failed_at: Option<Instant>,
 }
 
+/// The last action as the stream sees it.
+#[derive(Clone)]
+struct LastAction {
+    /// When it was sent (updated again once delivered).
+    at: Instant,
+    /// The newest frame when it was sent: frames still showing it are not its result.
+    baseline: Option<super::LiveFrame>,
+    /// Its result has been seen (a frame that differs, or a settle that found the screen
+    /// still): from now on the newest frame is the current screen, no waiting.
+    caught_up: bool,
+}
+
+/// A frame already turned into a [`Screenshot`] (PNG encoded once per distinct frame).
+struct Encoded {
+    image: Arc<image::RgbaImage>,
+    shot: Screenshot,
+}
+
 /// Per-device stream state.
 pub(crate) struct StreamState {
     slot: tokio::sync::Mutex<Slot>,
-    /// When the last action was sent, and the newest frame at that moment.
-    last_action: std::sync::Mutex<(Instant, Option<super::LiveFrame>)>,
+    last_action: std::sync::Mutex<LastAction>,
     /// The running session without locking `slot` (for [`StreamState::note_action`]).
     running: std::sync::Mutex<Option<Arc<StreamSession>>>,
+    /// The last frame handed out, with its PNG.
+    encoded: std::sync::Mutex<Option<Encoded>>,
 }
 
 impl Default for StreamState {
     fn default() -> Self {
         Self {
             slot: tokio::sync::Mutex::new(Slot::default()),
-            last_action: std::sync::Mutex::new((Instant::now(), None)),
+            last_action: std::sync::Mutex::new(LastAction {
+                at: Instant::now(),
+                baseline: None,
+                caught_up: true,
+            }),
             running: std::sync::Mutex::new(None),
+            encoded: std::sync::Mutex::new(None),
         }
     }
 }
@@ -120,22 +144,140 @@ impl StreamState {
             .ok()
             .and_then(|g| g.as_ref().and_then(|s| s.newest()));
         if let Ok(mut g) = self.last_action.lock() {
-            *g = (Instant::now(), baseline);
+            *g = LastAction {
+                at: Instant::now(),
+                baseline,
+                caught_up: false,
+            };
         }
     }
 
     /// The action just sent has been delivered: frames must be decoded after now.
     pub(crate) fn note_action_sent(&self) {
         if let Ok(mut g) = self.last_action.lock() {
-            g.0 = Instant::now();
+            g.at = Instant::now();
         }
     }
 
-    fn last_action(&self) -> (Instant, Option<super::LiveFrame>) {
+    fn last_action(&self) -> LastAction {
         self.last_action
             .lock()
             .map(|g| g.clone())
-            .unwrap_or_else(|_| (Instant::now(), None))
+            .unwrap_or_else(|_| LastAction {
+                at: Instant::now(),
+                baseline: None,
+                caught_up: false,
+            })
+    }
+
+    /// The result of the action sent at `at` has been seen (unless another action followed).
+    fn caught_up(&self, at: Instant) {
+        if let Ok(mut g) = self.last_action.lock()
+            && g.at == at
+        {
+            g.caught_up = true;
+            g.baseline = None;
+        }
+    }
+
+    /// `f` as a [`Screenshot`], its PNG encoded once (the same frame handed out again — the
+    /// planning frame after a verification frame, a freshness frame of an unchanged screen —
+    /// reuses it; host CPU, off the async threads).
+    async fn to_screenshot(&self, f: super::LiveFrame, t0: Instant) -> Option<Screenshot> {
+        let capture_ms = t0.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
+        if let Some(e) = self.encoded.lock().ok().and_then(|g| {
+            g.as_ref()
+                .filter(|e| Arc::ptr_eq(&e.image, &f.image))
+                .map(|e| e.shot.clone())
+        }) {
+            return Some(Screenshot { capture_ms, ..e });
+        }
+        let image = f.image.clone();
+        let (png, blocked) = tokio::task::spawn_blocking(move || {
+            let _phase = tracing::trace_span!(target: "phoneagent::phase", "png_encode").entered();
+            crate::frame::encode_png(&image).map(|p| (p, crate::frame::is_blank(&image)))
+        })
+        .await
+        .ok()?
+        .ok()?;
+        let shot = Screenshot {
+            png: bytes::Bytes::from(png),
+            image: f.image.clone(),
+            blocked,
+            capture_ms: t0.elapsed().as_millis().min(u128::from(u32::MAX)) as u32,
+        };
+        if let Ok(mut g) = self.encoded.lock() {
+            *g = Some(Encoded {
+                image: f.image,
+                shot: shot.clone(),
+            });
+        }
+        Some(shot)
+    }
+
+    /// Wait after an action until the stream shows a still screen (SPEC R4, issue #12 item
+    /// 3): first the action's result (a frame decoded `margin` after the action that differs
+    /// from the one shown when it was sent, waiting up to `react`), then no frame that
+    /// [`super::differs`] from the one before for `quiet`; at most `max` in all. `None` when no stream runs (the
+    /// caller falls back to the screenshot settle) or it died while waiting; else the newest
+    /// frame, the verification frame.
+    pub(crate) async fn settle(
+        &self,
+        quiet: Duration,
+        max: Duration,
+        react: Duration,
+        margin: Duration,
+        t0: Instant,
+    ) -> Option<Screenshot> {
+        let s = self.running.lock().ok().and_then(|g| g.clone())?;
+        if !s.is_alive() {
+            return None;
+        }
+        let la = self.last_action();
+        let mut rx = s.frames.subscribe();
+        let deadline = tokio::time::Instant::now() + max;
+        // First the action's result: a frame decoded after it that differs from the screen
+        // shown when it was sent (frames in flight then still show the old screen; a loaded
+        // host or a slow phone may take longer than `quiet` to show it). An action that
+        // changes nothing shows none: after `react` the newest frame stands.
+        let react = react.min(max);
+        let mut shown = s
+            .frame_after(la.at + margin, la.baseline.as_ref(), react)
+            .await;
+        if !s.is_alive() {
+            return None;
+        }
+        // Then the quiet: no frame that changes the screen for `quiet` after the last change.
+        let mut changed_at = shown.as_ref().map_or(la.at, |f| f.at.max(la.at));
+        loop {
+            if !s.is_alive() {
+                return None;
+            }
+            if let Some(f) = s.newest()
+                && shown.as_ref().is_none_or(|p| p.seq != f.seq)
+            {
+                if shown
+                    .as_ref()
+                    .is_none_or(|p| super::differs(&p.image, &f.image))
+                {
+                    changed_at = f.at.max(la.at);
+                }
+                shown = Some(f);
+            }
+            let quiet_until = tokio::time::Instant::from_std(changed_at + quiet);
+            let now = tokio::time::Instant::now();
+            if now >= quiet_until || now >= deadline {
+                break;
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return None },
+                () = tokio::time::sleep_until(quiet_until.min(deadline)) => {}
+                () = s.dead.cancelled() => return None,
+            }
+        }
+        let f = s.newest()?;
+        self.caught_up(la.at);
+        self.to_screenshot(f, t0).await
     }
 
     fn set_running(&self, s: Option<Arc<StreamSession>>) {
@@ -205,23 +347,19 @@ impl StreamState {
     ) -> Option<Screenshot> {
         let t0 = Instant::now();
         let s = self.session(link, serial, opts).await?;
-        let (at, baseline) = self.last_action();
-        let after = at + opts.stream_fresh_margin;
-        let f = s
-            .frame_after(after, baseline.as_ref(), opts.stream_fresh_wait)
-            .await?;
-        let image = f.image.clone();
-        let png = tokio::task::spawn_blocking(move || crate::frame::encode_png(&image))
-            .await
-            .ok()?
-            .ok()?;
-        let blocked = crate::frame::is_blank(&f.image);
-        Some(Screenshot {
-            png: bytes::Bytes::from(png),
-            image: f.image,
-            blocked,
-            capture_ms: t0.elapsed().as_millis().min(u128::from(u32::MAX)) as u32,
-        })
+        let la = self.last_action();
+        let f = if la.caught_up {
+            // The action's result was seen: the newest frame is the screen now.
+            s.newest().filter(|_| s.is_alive())?
+        } else {
+            let after = la.at + opts.stream_fresh_margin;
+            let f = s
+                .frame_after(after, la.baseline.as_ref(), opts.stream_fresh_wait)
+                .await?;
+            self.caught_up(la.at);
+            f
+        };
+        self.to_screenshot(f, t0).await
     }
 
     /// Send `g` through scrcpy's control socket. `None`: no control socket (use `input`).

@@ -102,9 +102,9 @@ pub enum StreamError {
 /// A running stream: the newest decoded frame, and (scrcpy) the control socket.
 pub struct StreamSession {
     path: CapturePath,
-    frames: Arc<FrameStore>,
+    pub(crate) frames: Arc<FrameStore>,
     /// Fired when the stream died; the reason is in `death`.
-    dead: CancellationToken,
+    pub(crate) dead: CancellationToken,
     death: Arc<std::sync::Mutex<Option<String>>>,
     /// Fired to stop it (drop).
     stop: CancellationToken,

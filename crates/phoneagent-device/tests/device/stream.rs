@@ -159,13 +159,18 @@ async fn a_rotation_mid_stream_gives_frames_of_the_new_size() {
         rotation: 1,
         ..Faults::default()
     });
+    // With no action in between, a screenshot is the newest decoded frame (no waiting): poll.
     let mut size = (0, 0);
     for _ in 0..50 {
         size = dev.screenshot(&c).await.unwrap().image.dimensions();
         if size == (2400, 1080) {
             break;
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The geometry follows the new frame size (read again when it changes).
+    let g = dev.geometry(&c).await.unwrap();
+    assert_eq!((g.width_px, g.height_px), (2400, 1080), "{g:?}");
     assert_eq!(size, (2400, 1080));
     assert!(dev.stream().await.is_some(), "the same stream goes on");
 }

@@ -3,7 +3,7 @@
 //! real SQLite store (in memory).
 
 use phoneagent_review::auto::AutoReviewConfig;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, Device};
@@ -34,6 +34,47 @@ pub fn screen_reader() -> Arc<phoneagent_vision::ScreenReader> {
             )
         })
         .clone()
+}
+
+/// The capture path of the e2e suite: `PHONEAGENT_E2E_CAPTURE=auto|scrcpy|screenrecord|raw|png`
+/// (default `png`), so the same tests prove R3, R4 and D3 on the live stream (issue #12).
+/// The scrcpy paths push a stand-in `scrcpy-server`: the virtual phone runs its own.
+pub fn capture_mode() -> phoneagent_device::ScreenshotMode {
+    std::env::var("PHONEAGENT_E2E_CAPTURE")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.parse()
+                .unwrap_or_else(|e| panic!("PHONEAGENT_E2E_CAPTURE: {e}"))
+        })
+        .unwrap_or_default()
+}
+
+/// A stand-in `scrcpy-server` file (the virtual phone emulates the server for any jar).
+pub fn stand_in_scrcpy_server() -> std::path::PathBuf {
+    static JAR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    JAR.get_or_init(|| {
+        let p = std::env::temp_dir().join(format!(
+            "phoneagent-e2e-scrcpy-server-{}",
+            std::process::id()
+        ));
+        std::fs::write(
+            &p,
+            b"PK\x03\x04 stand-in scrcpy-server for the virtual phone",
+        )
+        .unwrap();
+        p
+    })
+    .clone()
+}
+
+/// Device options of the suite: [`capture_mode`].
+pub fn device_options() -> AdbDeviceOptions {
+    AdbDeviceOptions {
+        screenshot_mode: capture_mode(),
+        scrcpy_server: Some(stand_in_scrcpy_server()),
+        ..AdbDeviceOptions::default()
+    }
 }
 
 pub struct Harness {
@@ -81,6 +122,8 @@ pub struct Opts {
     /// The actor profile's model name (its family is detected from it, SPEC M7); `None` =
     /// `scripted-model` (generic).
     pub actor_model: Option<&'static str>,
+    /// The capture path (default: [`capture_mode`], from `PHONEAGENT_E2E_CAPTURE`).
+    pub capture: Option<phoneagent_device::ScreenshotMode>,
 }
 
 /// Where the approve-for-me reviewer model is.
@@ -116,6 +159,7 @@ impl Default for Opts {
             actor_space: CoordinateSpace::Relative0999,
             screen_reading: true,
             actor_model: None,
+            capture: None,
         }
     }
 }
@@ -179,9 +223,16 @@ impl Harness {
         .expect("model");
         let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port())).unwrap();
         let device: Arc<dyn Device> = Arc::new(
-            AdbDevice::open(AdbServer::new(addr), &serial, AdbDeviceOptions::default())
-                .await
-                .expect("device"),
+            AdbDevice::open(
+                AdbServer::new(addr),
+                &serial,
+                AdbDeviceOptions {
+                    screenshot_mode: opts.capture.unwrap_or_else(capture_mode),
+                    ..device_options()
+                },
+            )
+            .await
+            .expect("device"),
         );
         // Faults and the starting screen last, so timed faults (a dialog N ms after the screen
         // opens) start as close as possible to the run, even on a loaded machine.
@@ -225,6 +276,10 @@ impl Harness {
                     mode: opts.mode,
                     max_steps: opts.max_steps,
                     settle_ms: 250,
+                    // PHONEAGENT_E2E_REUSE_VERIFY=1: the suite with the verification frame
+                    // reused as the next planning frame (off by default, see AgentConfig).
+                    reuse_verify_frame: std::env::var("PHONEAGENT_E2E_REUSE_VERIFY")
+                        .is_ok_and(|v| v == "1"),
                     ..AgentConfig::default()
                 };
                 (opts.config)(&mut c);

@@ -16,3 +16,4 @@ mod review;
 mod run;
 mod secrets;
 mod steps;
+mod stream;

@@ -118,6 +118,11 @@ pub(crate) async fn serve(
             },
             () = session.cancelled() => return Ok(()),
         };
+        // SPEC V6: the message's cost on the phone (an event injected by a running process).
+        let cost = slot.timing().control();
+        if !cost.is_zero() {
+            tokio::time::sleep(cost).await;
+        }
         match ty {
             0 => {
                 let action = u8_(&mut r).await?;

@@ -350,6 +350,7 @@ async fn stream_video(
         let Some(p) = p else {
             return Ok(());
         };
+        videoenc::latency(&slot, &p).await;
         if !header_sent {
             let mut h = Vec::with_capacity(12);
             h.extend_from_slice(&CODEC_H264.to_be_bytes());
