@@ -258,6 +258,8 @@ async fn back_home_and_taps_on_nothing() {
     assert_eq!(phone.ground_truth().current_screen, "home");
     tap(p, &phone, "home.app.shop").await;
     tap(p, &phone, "shop.product.2").await;
+    // The coupon dialog comes with the product page (DEFAULT_DIALOG_DELAY_MS = 0): close it.
+    tap(p, &phone, "dialog.close").await;
     let gt = tap(p, &phone, "nav.back").await;
     assert_eq!(gt.current_screen, "shop");
     sh(p, "input keyevent KEYCODE_HOME").await;
