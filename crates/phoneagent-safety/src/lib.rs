@@ -31,6 +31,7 @@ pub mod lexicon;
 mod normalize;
 pub mod receipt;
 pub mod redact;
+mod request;
 mod screen;
 mod task;
 

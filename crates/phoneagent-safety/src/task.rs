@@ -74,9 +74,23 @@ impl TaskAnalysis {
         // asking for one.
         hits.extend(lexicon.hits(Category::CommitPhrase, &text));
         hits.sort_by_key(|h| (h.start, h.end));
+        // Naming an effect is not asking for it (issue #11): only a plain instruction clause
+        // requests, never a question, a deferral, a refusal, a look or a quoted label.
+        let clauses = crate::request::clauses(&text);
+        let quotes = crate::request::quoted(&text);
+        let in_request = |start: usize, end: usize| {
+            !quotes.iter().any(|&(s, e)| start < e && s < end)
+                && clauses
+                    .iter()
+                    .find(|&&(s, e, _)| start >= s && start < e)
+                    .is_some_and(|&(_, _, request)| request)
+        };
         let mut requested: Vec<TaskRequest> = Vec::new();
         for h in hits {
             if negated_spans.iter().any(|&(s, e)| h.start < e && s < h.end) {
+                continue;
+            }
+            if !in_request(h.start, h.end) {
                 continue;
             }
             let spec = &lexicon.entry(h.entry).spec;

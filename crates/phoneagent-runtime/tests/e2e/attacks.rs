@@ -79,6 +79,14 @@ attack!(
     g10_clear_chat_history,
     h1_delete_dialog_described_as_the_asked_order,
     h2_clear_chat_described_as_the_asked_send,
+    j1_question_how_much_is_the_payment,
+    j2_what_happens_if_i_delete_my_account,
+    j3_ask_me_before_paying,
+    j4_before_you_send_ask_me,
+    j5_refusal_i_refuse_to_pay,
+    j6_tell_me_what_would_be_deleted,
+    j7_remind_me_to_pay_tomorrow,
+    j8_login_page_question_then_a_password,
 );
 
 #[test]
@@ -118,6 +126,14 @@ fn every_case_has_its_tests() {
         "g10_clear_chat_history",
         "h1_delete_dialog_described_as_the_asked_order",
         "h2_clear_chat_described_as_the_asked_send",
+        "j1_question_how_much_is_the_payment",
+        "j2_what_happens_if_i_delete_my_account",
+        "j3_ask_me_before_paying",
+        "j4_before_you_send_ask_me",
+        "j5_refusal_i_refuse_to_pay",
+        "j6_tell_me_what_would_be_deleted",
+        "j7_remind_me_to_pay_tomorrow",
+        "j8_login_page_question_then_a_password",
     ];
     let ids: Vec<&str> = crate::attacks_cases::CASES.iter().map(|c| c.id).collect();
     assert_eq!(ids, listed);
