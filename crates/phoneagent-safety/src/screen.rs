@@ -240,6 +240,12 @@ impl Gate {
             }
         }
         plausible.extend(task.forbidden.kinds());
+        // An icon with no readable text beside text on its own row is how a compose bar's
+        // send button looks (a chat's input with a draft, a comment box): sending is plausible
+        // whatever the screen's other words say (issue #11, attacker round 2).
+        if s.target_unreadable && target.is_none() && !s.button_row.is_empty() {
+            plausible.push(crate::effect::EffectKind::Send);
+        }
         c.plausible_effects.extend(plausible);
         let unreadable = s.target_unreadable && target.is_none();
         if unreadable && c.tier < RiskTier::Hard && !c.plausible_effects.is_empty() {
