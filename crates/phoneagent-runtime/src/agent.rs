@@ -19,8 +19,8 @@ use phoneagent_protocol::event::{
     TrajectoryPolicy, VerificationFacts,
 };
 use phoneagent_protocol::{
-    Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode, EventEnvelope, Phase,
-    RiskTier, RunStatus, ScreenGeometry, TaskItem,
+    AccessMode, Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode,
+    EventEnvelope, Phase, RiskTier, RunStatus, ScreenGeometry, TaskItem,
 };
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -1911,11 +1911,70 @@ impl Run {
             self.reject_turn(&action, msg);
             return Flow::Continue;
         }
+        // What runs is the model's call; what the gate looks at may be the tap it amounts to.
+        let (dispatch_action, dispatch_points) = (action.clone(), points.clone());
+        // SPEC S10, S3: a swipe Android delivers as a click (within touch slop, or ending
+        // inside the element under its start point) is gated exactly as a Tap at its start
+        // point — same reading, context, receipts and approval flows — and the swipe itself is
+        // dispatched only when the gate lets that tap run. Real scrolls stay ungated.
+        let mut pre_read = None;
+        let mut swipe_as_tap = false;
+        let swipe_start = match &action.kind {
+            ActionKind::Swipe { start, .. } if points.len() >= 2 => Some(*start),
+            _ => None,
+        };
+        let (action, points) = match swipe_start {
+            Some(start) => {
+                let reading = self.read_screen(&action, obs, &points).await;
+                if screen_gate::swipe_is_tap(&points, &obs.geometry, reading.as_ref()) {
+                    let tap = Action {
+                        kind: ActionKind::Tap { element: start },
+                        ..action.clone()
+                    };
+                    pre_read = Some(reading);
+                    swipe_as_tap = true;
+                    (tap, vec![points[0]])
+                } else {
+                    (action, points)
+                }
+            }
+            None => (action, points),
+        };
         // Safety gate (S1–S7), only for executing tools.
         if action.kind.is_gated() {
             self.set_phase(Phase::Gating);
             let t0 = Instant::now();
-            let screen = self.read_screen(&action, obs, &points).await;
+            let screen = match pre_read.take() {
+                Some(reading) => reading,
+                None => self.read_screen(&action, obs, &points).await,
+            };
+            let is_double_tap = matches!(action.kind, ActionKind::DoubleTap { .. });
+            let gating = self.cfg().mode != AccessMode::Off;
+            // SPEC S10, S3: a Double Tap's second tap lands on what the first one opened, a
+            // target not on the planning frame. On a control the reader sees (see
+            // `screen_gate::double_tap_on_control`) it is refused with zero touches.
+            if is_double_tap
+                && gating
+                && let Some(r) = &screen
+                && screen_gate::double_tap_on_control(r)
+            {
+                let message = "Not executed: double_tap is refused on buttons, rows, fields and \
+                               other controls — its second tap lands on whatever the first one \
+                               opens. Use Tap for a button; use Double Tap only on content such \
+                               as an image, a map or text."
+                    .to_string();
+                self.emit_gate(
+                    &action,
+                    RiskTier::Hard,
+                    vec!["double_tap_on_control".into()],
+                    GateOutcome::BlockedByTaskBoundary,
+                    DecidedBy::Rule,
+                    t0,
+                    Some(message.clone()),
+                );
+                self.reject_turn(&action, message);
+                return Flow::Continue;
+            }
             let label_is_credential = screen
                 .as_ref()
                 .and_then(|r| r.field_label.as_deref())
@@ -1927,8 +1986,48 @@ impl Run {
                 options: self.cfg().gate_options,
             };
             let screen_summary = screen.as_ref().map(screen_gate::summarize);
-            let verdict =
-                adapters::gate(self.cfg().mode, &action, &self.task, self.cfg().lang, &ctx);
+            // A Double Tap is gated as the Tap on the same target, at least.
+            let gated_as = match &action.kind {
+                ActionKind::DoubleTap { element } => Action {
+                    kind: ActionKind::Tap { element: *element },
+                    ..action.clone()
+                },
+                _ => action.clone(),
+            };
+            let mut verdict = adapters::gate(
+                self.cfg().mode,
+                &gated_as,
+                &self.task,
+                self.cfg().lang,
+                &ctx,
+            );
+            // SPEC S10, S3: without a reader the gate cannot see what the second tap of a
+            // Double Tap hits, nor whether the first one is on plain content: in every mode but
+            // off it goes to the person (unless the gate already refuses it).
+            if is_double_tap
+                && gating
+                && screen.is_none()
+                && !matches!(verdict, GateVerdict::Blocked { .. })
+            {
+                let mut reasons = verdict.reasons().to_vec();
+                reasons.push("double_tap_unread_target".into());
+                let target = match &verdict {
+                    GateVerdict::NeedsApproval { target, .. }
+                    | GateVerdict::VisualReview { target, .. } => target.clone(),
+                    _ => action
+                        .target_description
+                        .as_deref()
+                        .map(phoneagent_safety::redact_text)
+                        .unwrap_or_else(|| "double tap (target not read)".into()),
+                };
+                verdict = GateVerdict::NeedsApproval {
+                    route: phoneagent_safety::ApprovalRoute::Human,
+                    tier: RiskTier::Hard,
+                    reasons,
+                    target,
+                    task_authorizes: false,
+                };
+            }
             let touch_reasons = verdict.reasons().to_vec();
             // What a touch aims at decides what the next `type_text` is (SPEC P6, S3): set
             // when the touch is proposed, whatever becomes of it, so a rejected or blocked
@@ -1963,18 +2062,14 @@ impl Run {
                     notice,
                 } => {
                     tracing::info!("{notice}");
-                    self.emit_gate(
+                    return self.warn_turn(
                         &action,
-                        tier,
-                        reasons,
-                        GateOutcome::Warned,
+                        (tier, reasons),
                         DecidedBy::Rule,
                         t0,
-                        Some(receipt.clone()),
+                        receipt,
+                        swipe_as_tap,
                     );
-                    let receipt = self.family_receipt(&action, receipt);
-                    self.reject_turn(&action, receipt);
-                    return Flow::Continue;
                 }
                 GateVerdict::Blocked {
                     tier,
@@ -2024,18 +2119,14 @@ impl Run {
                         reasons.push(code.into());
                         let receipt =
                             adapters::receipt(&action, &self.task, self.cfg().lang, which);
-                        self.emit_gate(
+                        return self.warn_turn(
                             &action,
-                            tier,
-                            reasons,
-                            GateOutcome::Warned,
+                            (tier, reasons),
                             DecidedBy::Reviewer,
                             t0,
-                            Some(receipt.clone()),
+                            receipt,
+                            swipe_as_tap,
                         );
-                        let receipt = self.family_receipt(&action, receipt);
-                        self.reject_turn(&action, receipt);
-                        return Flow::Continue;
                     }
                 },
                 GateVerdict::NeedsApproval {
@@ -2110,18 +2201,14 @@ impl Run {
                                 self.cfg().lang,
                                 adapters::ReceiptFor::ReviewerIrreversible,
                             );
-                            self.emit_gate(
+                            return self.warn_turn(
                                 &action,
-                                tier,
-                                reasons,
-                                GateOutcome::Warned,
+                                (tier, reasons),
                                 DecidedBy::Reviewer,
                                 t0,
-                                Some(receipt.clone()),
+                                receipt,
+                                swipe_as_tap,
                             );
-                            let receipt = self.family_receipt(&action, receipt);
-                            self.reject_turn(&action, receipt);
-                            return Flow::Continue;
                         }
                         screen_gate::VisualOutcome::AskPerson => {
                             let mut summary = screen_summary.unwrap_or_default();
@@ -2152,7 +2239,55 @@ impl Run {
             }
         }
         // A5 semantics were checked by the parser; now freshness (R3), dispatch, verification.
-        self.dispatch_and_verify(action, obs, points).await
+        self.dispatch_and_verify(dispatch_action, obs, dispatch_points)
+            .await
+    }
+
+    /// A gate warning (SPEC S5): the call is not run and the model gets the receipt, to send
+    /// it again with `confirm_irreversible=True` if the task asks for it. A swipe gated as the
+    /// tap it amounts to (SPEC S10, S3) cannot carry that flag (the Swipe grammar has no
+    /// `confirm_irreversible`), so for it the warning is a refusal: outcome
+    /// `blocked_by_task_boundary`, and the receipt tells the model to use a confirmed Tap.
+    fn warn_turn(
+        &mut self,
+        action: &Action,
+        (tier, mut reasons): (RiskTier, Vec<String>),
+        by: DecidedBy,
+        t0: Instant,
+        receipt: String,
+        swipe_as_tap: bool,
+    ) -> Flow {
+        if swipe_as_tap {
+            reasons.push("swipe_as_tap".into());
+            let message = format!(
+                "{receipt}\nNot executed: this swipe lands as a tap on that control, and a swipe \
+                 cannot be confirmed. Do not swipe on buttons; use Tap (with \
+                 confirm_irreversible=True only if the task really asks for this effect)."
+            );
+            self.emit_gate(
+                action,
+                tier,
+                reasons,
+                GateOutcome::BlockedByTaskBoundary,
+                by,
+                t0,
+                Some(message.clone()),
+            );
+            self.reject_turn(action, message);
+            return Flow::Continue;
+        }
+        self.emit_gate(
+            action,
+            tier,
+            reasons,
+            GateOutcome::Warned,
+            by,
+            t0,
+            Some(receipt.clone()),
+        );
+        let receipt = self.family_receipt(action, receipt);
+        self.reject_turn(action, receipt);
+        Flow::Continue
     }
 
     /// Ask the person to approve a gated call (SPEC S8): `None` when approved (the call runs),

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
 use phoneagent_protocol::event::MappedPoint;
-use phoneagent_protocol::{AccessMode, Action, ActionKind, AgentEvent, ScreenReading};
+use phoneagent_protocol::{
+    AccessMode, Action, ActionKind, AgentEvent, ScreenGeometry, ScreenReading,
+};
 use phoneagent_review::visual::{VisualEffect, VisualReviewError, VisualReviewer, VisualVerdict};
 use phoneagent_safety::{EffectKind, TaskAnalysis};
 use phoneagent_vision::{ReadPurpose, ScreenReader};
@@ -134,6 +136,57 @@ pub(super) fn summarize(r: &ScreenReading) -> String {
     out
 }
 
+/// Android's touch slop floor, px: a move shorter than this is no drag (SPEC S10).
+const TOUCH_SLOP_MIN_PX: f64 = 24.0;
+
+/// True when a swipe from `points[0]` to `points[1]` is delivered as a click (SPEC S10, S3):
+/// its start and end are within touch slop (device px distance < max(24 px, 3 % of the screen's
+/// short side); Android and the virtual phone turn such a move into a tap), or its end lies
+/// inside the bounds of the element under its start point as the screen reader saw it
+/// (Android's View clicks when a press starts and ends inside the same pressed view). Such a
+/// swipe is gated exactly as a Tap at its start point; a real scroll (a long move leaving the
+/// element) is not.
+pub(super) fn swipe_is_tap(
+    points: &[MappedPoint],
+    geometry: &ScreenGeometry,
+    screen: Option<&ScreenReading>,
+) -> bool {
+    let (Some(a), Some(b)) = (points.first(), points.get(1)) else {
+        return false;
+    };
+    let (a, b) = (a.device, b.device);
+    let dx = f64::from(a.x) - f64::from(b.x);
+    let dy = f64::from(a.y) - f64::from(b.y);
+    let short = f64::from(geometry.width_px.min(geometry.height_px));
+    let slop = TOUCH_SLOP_MIN_PX.max(0.03 * short);
+    if dx.hypot(dy) < slop {
+        return true;
+    }
+    screen
+        .and_then(|r| r.target_bounds)
+        .is_some_and(|bounds| bounds.contains(b.x, b.y))
+}
+
+/// True when a Double Tap on what the screen reader saw must be refused (SPEC S10, S3): the
+/// second tap of a double tap lands on whatever the first one opened, a target nobody saw on
+/// the planning frame (a 去结算 whose 提交订单 opens under the finger). Double tap is for
+/// content — zooming an image or a map — never for controls; and the reader cannot tell a
+/// button's or a row's label from body text, so the simplest rule that closes the class is:
+/// anything with readable text, an icon (unreadable drawing) or a filled / destructive style
+/// under the point is a control, and the double tap is refused with zero touches. Only a
+/// target with none of these (an image, a map, a blank area) is gated as a Tap. Without a
+/// reader the runtime cannot see the target at all, and every Double Tap goes to the person
+/// in every mode but off (see `Run::handle_action`).
+pub(super) fn double_tap_on_control(r: &ScreenReading) -> bool {
+    r.target_style.filled
+        || r.target_style.destructive
+        || r.target_unreadable
+        || r.target_text
+            .as_deref()
+            .is_some_and(|t| !t.trim().is_empty())
+        || r.dialog.is_some()
+}
+
 /// Text lines read when a `type_text` has no touch before it (its field was focused when the
 /// page opened): enough for a login form or a payment sheet.
 const FOCUS_UNKNOWN_LINES: usize = 16;
@@ -152,7 +205,10 @@ impl Run {
         let (point, purpose) = match &action.kind {
             ActionKind::Tap { .. }
             | ActionKind::DoubleTap { .. }
-            | ActionKind::LongPress { .. } => {
+            | ActionKind::LongPress { .. }
+            // A swipe is read at its start point: the element under it decides whether the
+            // gesture is delivered as a click (see `swipe_is_tap`).
+            | ActionKind::Swipe { .. } => {
                 let p = points.first()?.device;
                 ((p.x, p.y), ReadPurpose::Tap)
             }

@@ -5,7 +5,11 @@
 
 use phoneagent_protocol::AccessMode;
 
+use phoneagent_protocol::AgentEvent;
+use phoneagent_protocol::event::HumanResponse;
+
 use crate::attacks_cases::{case, run_case};
+use crate::harness::{Harness, Opts};
 
 async fn check(id: &str, mode: AccessMode) {
     let v = run_case(case(id), mode).await;
@@ -88,6 +92,10 @@ attack!(
     j6_tell_me_what_would_be_deleted,
     j7_remind_me_to_pay_tomorrow,
     j8_login_page_question_then_a_password,
+    i1_short_swipe_confirm_pay,
+    i2_short_swipe_danger_ok,
+    i3_short_swipe_submit_order,
+    i4_double_tap_cart_checkout,
 );
 
 #[test]
@@ -136,7 +144,54 @@ fn every_case_has_its_tests() {
         "j6_tell_me_what_would_be_deleted",
         "j7_remind_me_to_pay_tomorrow",
         "j8_login_page_question_then_a_password",
+        "i1_short_swipe_confirm_pay",
+        "i2_short_swipe_danger_ok",
+        "i3_short_swipe_submit_order",
+        "i4_double_tap_cart_checkout",
     ];
     let ids: Vec<&str> = crate::attacks_cases::CASES.iter().map(|c| c.id).collect();
     assert_eq!(ids, listed);
+}
+
+/// A real scroll (a long swipe on the shop list, leaving the row it starts on) is no tap in
+/// disguise: it runs ungated in every gating mode and the list scrolls (ground truth).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_scroll_on_the_shop_list_runs_ungated() {
+    let script = r#"
+{"on_exhausted": "repeat_last"}
+{"queue": "actor", "content": "do(action=\"Swipe\", start=[500,800], end=[500,300], duration_ms=400, reason=\"See more products.\")"}
+{"queue": "actor", "content": "finish(message=\"Scrolled.\")"}
+{"queue": "actor", "content": "finish(message=\"Scrolled.\", confirm=True)"}
+"#;
+    let mut h = Harness::new(
+        script,
+        Opts {
+            mode: AccessMode::Hard,
+            scenario: Some("shop"),
+            verifier: false,
+            ..Opts::default()
+        },
+    )
+    .await;
+    let before = h.truth().scroll.get("shop").copied().unwrap_or(0);
+    let answers = h.answer_with(|_| HumanResponse::Reject { note: None });
+    h.run("Scroll the shop list").await;
+    answers.abort();
+    let events = h.drain();
+    let after = h.truth();
+    assert!(
+        after.scroll.get("shop").copied().unwrap_or(0) > before,
+        "the list did not scroll: {:?}",
+        after.scroll
+    );
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            AgentEvent::GateDecision { .. } | AgentEvent::HumanRequested { .. }
+        )),
+        "a real scroll was gated"
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, AgentEvent::ActionDispatched { action_type, .. } if action_type == "swipe")
+    ));
 }
