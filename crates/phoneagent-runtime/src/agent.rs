@@ -518,6 +518,17 @@ impl Run {
         cancel: CancellationToken,
     ) -> Result<Self, RuntimeError> {
         let run_id = uuid::Uuid::new_v4().to_string();
+        let bus = EventBus::new(
+            run_id.clone(),
+            agent.parts.recorder.clone(),
+            agent.tx.clone(),
+        );
+        // SPEC P6: credentials the task spells out are secrets before anything is recorded —
+        // the run row, `run_started`, the prompts and the exports all carry the placeholder.
+        for secret in crate::secrets::task_secrets(task) {
+            bus.secrets().add(&secret);
+        }
+        let task = &bus.secrets().mask(task);
         let meta = RunMeta {
             run_id: run_id.clone(),
             task: task.to_string(),
@@ -533,11 +544,6 @@ impl Run {
             .recorder
             .begin_run(&meta)
             .map_err(RuntimeError::Store)?;
-        let bus = EventBus::new(
-            run_id.clone(),
-            agent.parts.recorder.clone(),
-            agent.tx.clone(),
-        );
         {
             let mut s = agent.state.lock().unwrap_or_else(|p| p.into_inner());
             *s = AgentState {

@@ -34,6 +34,11 @@ pub struct PromptInput<'a> {
     pub family: Option<FamilyAdapter>,
 }
 
+/// SPEC P6: the sentence that tells the model what a placeholder in the task is (added when the
+/// task holds one: a credential the user spelled out is registered as a secret at run start).
+pub const SECRET_PLACEHOLDER_NOTE: &str = "A `[secret:…]` placeholder stands for a secret the user gave you (a password or \
+     code): to enter it, type the placeholder exactly as written and the phone receives the real value.\n";
+
 /// The coordinate contract sentence for the model.
 pub fn coordinate_contract(space: CoordinateSpace, image_size: (u32, u32)) -> String {
     match space {
@@ -57,14 +62,20 @@ pub fn coordinate_contract(space: CoordinateSpace, image_size: (u32, u32)) -> St
 pub fn system_prompt(p: &PromptInput<'_>) -> String {
     let mut s = String::new();
     s.push_str("[phoneagent-role: actor]\n");
+    let secrets_note = p
+        .task
+        .contains("[secret:")
+        .then_some(SECRET_PLACEHOLDER_NOTE);
     if let Some(ad) = &p.family {
+        let mut extra_sections = p.guard_sections.clone();
+        extra_sections.extend(secrets_note.map(str::to_string));
         s.push_str(&ad.system_prompt(&FamilyPromptInput {
             task: p.task,
             chinese: p.lang == Lang::Zh,
             image_size: p.image_size,
             app_launcher: p.app_launcher,
             wait_max_secs: p.wait_max_secs,
-            extra_sections: p.guard_sections.clone(),
+            extra_sections,
         }));
         return s;
     }
@@ -79,6 +90,9 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
         );
     }
     s.push_str(&format!("\n# Task\n{}\n", p.task));
+    if let Some(note) = secrets_note {
+        s.push_str(note);
+    }
     s.push_str(&format!(
         "\n# Coordinates\n{}\n",
         coordinate_contract(p.space, p.image_size)

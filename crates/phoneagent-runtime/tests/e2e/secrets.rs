@@ -5,6 +5,7 @@
 use phoneagent_protocol::AccessMode;
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_store::export::{HtmlOptions, JsonOptions, html_report, trajectory_json};
+use phoneagent_testkit::ScriptEntry;
 
 use crate::harness::{Harness, Opts};
 
@@ -115,7 +116,14 @@ fn assert_nowhere_in_the_clear(h: &Harness, run_id: &str, secret: &str) {
         "trajectory export holds the password"
     );
     let html = html_report(&h.store, id, &HtmlOptions::default()).unwrap();
-    assert!(!html.contains(secret), "HTML export holds the password");
+    let escaped = secret
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    assert!(
+        !html.contains(secret) && !html.contains(&escaped),
+        "HTML export holds the password"
+    );
     for (i, r) in h.model.chat_requests().iter().enumerate() {
         assert!(
             !r.body.to_string().contains(secret),
@@ -174,4 +182,141 @@ async fn password_typed_into_a_field_focused_without_a_touch_is_masked_too() {
         "hard mode asks before typing into the password field"
     );
     assert_nowhere_in_the_clear(&h, &out.run_id, WORDS);
+}
+
+/// Drive a step session to its end (at most `max` steps).
+async fn steps_to_end(
+    session: &mut phoneagent_runtime::StepSession,
+    max: usize,
+) -> phoneagent_runtime::RunOutcome {
+    for _ in 0..max {
+        match session.step().await.expect("step") {
+            phoneagent_runtime::StepOutcome::Continue(_) => {}
+            phoneagent_runtime::StepOutcome::Finished(out) => return out,
+        }
+    }
+    panic!("the run did not end in {max} steps")
+}
+
+/// P6, leak 1: a password the task spells out ("my pw: …", "密码 …") is registered before the
+/// run records anything. The run row, `run_started` (the terminal `task:` line), the JSON and
+/// HTML exports and every model request carry the placeholder; the model types the placeholder
+/// and the phone gets the real password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_spelled_out_in_the_task_is_masked_from_the_start_and_typed_for_real() {
+    const PW: &str = "Tr0ub4dor&3";
+    for task in [
+        format!("Log in as alice, my pw: {PW}"),
+        format!("登录 alice，密码 {PW}"),
+    ] {
+        let mut h = Harness::new(
+            "",
+            Opts {
+                mode: AccessMode::Hard,
+                scenario: Some("login"),
+                ..Opts::default()
+            },
+        )
+        .await;
+        let answers = h.answer_with(|_| HumanResponse::Approve);
+        let mut session = h
+            .agent
+            .start_steps(&task, tokio_util::sync::CancellationToken::new())
+            .expect("run started");
+        // The task as the run sees it: the password is a placeholder from the first event.
+        let shown = h
+            .drain()
+            .into_iter()
+            .find_map(|e| match e {
+                phoneagent_protocol::AgentEvent::RunStarted { task, .. } => Some(task),
+                _ => None,
+            })
+            .expect("run_started");
+        assert!(
+            !shown.contains(PW),
+            "run_started shows the password: {shown}"
+        );
+        let at = shown.find("[secret:").expect("placeholder in the task");
+        let placeholder = &shown[at..at + "[secret:12345678]".len()];
+        assert_eq!(shown.replace(placeholder, PW), task);
+        h.model
+            .push_entries(vec![
+                ScriptEntry::text(
+                    "do(action=\"Tap\", element={{center:login.password}}, target_description=\"密码输入框\", reason=\"Focus the password field.\")",
+                ),
+                ScriptEntry::text(format!(
+                    "do(action=\"Type\", text=\"{placeholder}\", reason=\"Type the password the user gave.\")"
+                )),
+                ScriptEntry::text("finish(message=\"Typed the password.\")"),
+                ScriptEntry::text("finish(message=\"Typed the password.\", confirm=True)"),
+                ScriptEntry::text("{\"verdict\": \"pass\", \"reason\": \"typed\"}")
+                    .in_queue("verifier"),
+            ])
+            .unwrap();
+        let out = steps_to_end(&mut session, 8).await;
+        drop(session);
+        answers.abort();
+        let truth = h.truth();
+        assert_eq!(
+            truth
+                .typed_text
+                .fields
+                .get("login.password")
+                .map(String::as_str),
+            Some(PW),
+            "the phone got the real password ({task}): {out:?}"
+        );
+        assert_nowhere_in_the_clear(&h, &out.run_id, PW);
+        // The store's run row (history, `runs` listing) holds the masked task.
+        let runs = format!("{:?}", h.store.list_runs(10).unwrap());
+        assert!(runs.contains(placeholder), "{runs}");
+        assert!(!runs.contains(PW), "the run row holds the password: {runs}");
+        // The model was told what the placeholder is.
+        let first = h.model.chat_requests()[0].body.to_string();
+        assert!(first.contains(placeholder) && first.contains("exactly as written"));
+    }
+}
+
+/// P6, leak 2: the model echoing a typed password in another case (a Note, the finish
+/// message) is masked too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_password_echoed_in_another_case_is_masked() {
+    const PW: &str = "Tr0ub4dor&3";
+    let script = format!(
+        r#"
+{{"content": "do(action=\"Tap\", element={{{{center:login.password}}}}, target_description=\"密码输入框\", reason=\"Focus the password field.\")"}}
+{{"content": "do(action=\"Type\", text=\"{PW}\", reason=\"Type the password.\")"}}
+{{"content": "do(action=\"Note\", message=\"typed {upper} into the field\")"}}
+{{"content": "finish(message=\"Logged in with {lower}.\")"}}
+{{"content": "finish(message=\"Logged in with {lower}.\", confirm=True)"}}
+{{"queue": "verifier", "content": "{{\"verdict\": \"pass\", \"reason\": \"typed\"}}"}}
+"#,
+        upper = PW.to_uppercase(),
+        lower = PW.to_lowercase(),
+    );
+    let mut h = Harness::new(
+        &script,
+        Opts {
+            mode: AccessMode::Hard,
+            scenario: Some("login"),
+            ..Opts::default()
+        },
+    )
+    .await;
+    let answers = h.answer_with(|_| HumanResponse::Approve);
+    let out = h.run("Log in as alice with the password I gave you").await;
+    answers.abort();
+    let _ = h.drain();
+    assert_eq!(
+        h.truth()
+            .typed_text
+            .fields
+            .get("login.password")
+            .map(String::as_str),
+        Some(PW),
+        "{out:?}"
+    );
+    for variant in [PW.to_uppercase(), PW.to_lowercase(), PW.to_string()] {
+        assert_nowhere_in_the_clear(&h, &out.run_id, &variant);
+    }
 }
