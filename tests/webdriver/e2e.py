@@ -341,7 +341,7 @@ def main():
             "reason": why, "suggestion": "ask the user"})}
         model.script([
             tap,
-            verdict("deny", "none", "the task does not authorize an order"),
+            verdict("deny", "medium", "the total is higher than the user said"),
             # The user has a few seconds to look at the denial and click "Allow once".
             {"content": 'do(action="Wait", duration="6 seconds", reason="The reviewer denied the order; wait for the user.")'},
             tap,
@@ -350,7 +350,9 @@ def main():
             {"content": 'finish(message="Submitted one order.")'},
             {"content": 'finish(message="Submitted one order.", confirm=True)'},
         ], rules=[{"queue": "granted", "contains": "[ONE-TIME USER GRANT]"}])
-        start_task(s, "Look at my cart", "approve-for-me")
+        # The task asks for the order (SPEC S12: only then does approve-for-me's reviewer see
+        # it; an order the task never asked for goes straight to the person).
+        start_task(s, "Submit the order on the checkout page", "approve-for-me")
         s.click("#tab-approvals")
         s.wait_for("#auto-approvals", 30)
         s.wait_for("#afm-denials li", 40)
@@ -359,7 +361,7 @@ def main():
         # The Approvals tab's ledger has the denial with the reviewer's risk and authorization.
         s.wait_for("#approval-ledger [data-outcome='denied']", 15)
         row = s.text("#approval-ledger [data-outcome='denied']") or ""
-        assert "the task does not authorize an order" in row and "high" in row and "none" in row, row
+        assert "the total is higher than the user said" in row and "high" in row and "medium" in row, row
         assert s.attr("#approval-ledger [data-outcome='denied']", "data-decided-by") == "auto_reviewer"
         shot(s, "approve-for-me.png")
         s.click("#allow-once-1")
@@ -449,7 +451,7 @@ def main():
             {"content": 'finish(message="Nothing ordered.")'},
             {"content": 'finish(message="Nothing ordered.", confirm=True)'},
         ])
-        start_task(s, "看看购物车", "approve-for-me")
+        start_task(s, "在结算页提交订单", "approve-for-me")
         s.click("#tab-approvals")
         s.wait_for("#approval-ledger [data-decided-by='rule']", 30)
         row = s.text("#approval-ledger [data-decided-by='rule']") or ""
