@@ -451,6 +451,26 @@ fn over_long_answer(
     (recorded, refused, rejection)
 }
 
+/// The approval request put to a person for `action` (SPEC S8, S14): the gate's tier,
+/// reasons, redacted target and its own screen reading; the model's reason redacted and
+/// labelled as the model's.
+fn approval_request(
+    action: &Action,
+    tier: RiskTier,
+    reasons: Vec<String>,
+    target: String,
+    screen: Option<String>,
+) -> HumanRequestKind {
+    HumanRequestKind::Approval {
+        tool: action.kind.name().into(),
+        target,
+        tier,
+        reasons,
+        screen,
+        model_reason: action.reason.as_deref().map(phoneagent_safety::redact_text),
+    }
+}
+
 /// Signature of a dispatched action for the repeat guard.
 #[derive(Debug, Clone, PartialEq)]
 struct Signature(String);
@@ -2325,14 +2345,7 @@ impl Run {
         );
         let resp = self
             .ask_human(
-                HumanRequestKind::Approval {
-                    tool: action.kind.name().into(),
-                    target,
-                    tier,
-                    reasons: reasons.clone(),
-                    screen,
-                    model_reason: action.reason.as_deref().map(phoneagent_safety::redact_text),
-                },
+                approval_request(action, tier, reasons.clone(), target, screen),
                 detail,
             )
             .await;

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
-use phoneagent_protocol::event::{DecidedBy, GateOutcome, HumanRequestKind, HumanResponse};
+use phoneagent_protocol::event::{DecidedBy, GateOutcome, HumanResponse};
 use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, RiskTier, RunStatus};
 use phoneagent_review::auto::{
     ApprovalInput, ArgumentsInput, AutoAction, AutoReview, AutoReviewConfig, AutoReviewError,
@@ -262,17 +262,13 @@ impl Run {
                 });
                 let (human_id, resp) = self
                     .ask_human_with_id(
-                        HumanRequestKind::Approval {
-                            tool: action.kind.name().into(),
-                            target,
+                        super::approval_request(
+                            action,
                             tier,
-                            reasons: reasons.clone(),
-                            screen: screen.clone(),
-                            model_reason: action
-                                .reason
-                                .as_deref()
-                                .map(phoneagent_safety::redact_text),
-                        },
+                            reasons.clone(),
+                            target,
+                            screen.clone(),
+                        ),
                         detail,
                     )
                     .await;

@@ -64,40 +64,17 @@ async fn password_typed_into_the_password_field_is_asked_for_and_masked_everywhe
         "the approval request shows the password: {asked:?}"
     );
     // Nowhere else in plain text.
+    assert_nowhere_in_the_clear(&h, &out.run_id, PASSWORD);
     let id = uuid::Uuid::parse_str(&out.run_id).unwrap();
-    for e in h.store.events(id).unwrap() {
-        let j = e.payload.to_string();
-        assert!(
-            !j.contains(PASSWORD),
-            "stored event holds the password: {j}"
-        );
-    }
     let json = trajectory_json(&h.store, id, &JsonOptions::default())
         .unwrap()
         .to_string();
     assert!(
-        !json.contains(PASSWORD),
-        "trajectory export holds the password"
-    );
-    assert!(
         json.contains("[secret:"),
         "the placeholder is in the trajectory"
     );
-    let html = html_report(&h.store, id, &HtmlOptions::default()).unwrap();
-    assert!(!html.contains(PASSWORD), "HTML export holds the password");
-    let later: Vec<String> = h
-        .model
-        .chat_requests()
-        .iter()
-        .map(|r| r.body.to_string())
-        .collect();
-    assert!(later.len() >= 3, "{}", later.len());
-    for (i, body) in later.iter().enumerate() {
-        assert!(
-            !body.contains(PASSWORD),
-            "model request {i} holds the password"
-        );
-    }
+    let requests = h.model.chat_requests().len();
+    assert!(requests >= 3, "{requests}");
 }
 
 /// Every place a run records or sends text, checked for `secret` in the clear: stored events,
