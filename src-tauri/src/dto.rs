@@ -110,34 +110,46 @@ pub struct CheckView {
     pub fix: Option<String>,
 }
 
-/// One mirror frame sent over the Tauri channel (SPEC U1).
+/// One mirror frame announced over the Tauri channel (SPEC U1). Its picture is a JPEG of at
+/// most 960 px on the long side at `pa://localhost/mirror/<seq>` (never base64 in the event).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct MirrorFrame {
-    /// Frame number since the mirror started.
+    /// Frame number since the mirror started (only frames showing a new screen count).
     #[ts(type = "number")]
     pub seq: u64,
-    /// Width px.
+    /// Device width px.
     pub width: u32,
-    /// Height px.
+    /// Device height px.
     pub height: u32,
-    /// `data:image/jpeg;base64,…`: the frame downscaled to at most 960 px on its longest
-    /// side (issue #14); `width`/`height` stay the device's.
-    pub data_url: String,
-    /// Device capture time, ms.
+    /// Device capture time of a polled screenshot, ms (0 for a stream frame).
     pub capture_ms: u32,
     /// Protected window (black frame).
     pub blocked: bool,
-    /// Wall clock when captured, ms since the epoch.
+    /// Wall clock when the frame was on this computer (decoded or captured), ms since the
+    /// epoch; the view measures frame-to-screen latency against it.
     #[ts(type = "number")]
     pub ts_ms: u64,
+    /// Time from then until the frame was announced (JPEG encoding), ms.
+    pub host_ms: u32,
+    /// From the live stream (`true`) or a polled screenshot.
+    pub live: bool,
 }
 
-/// Mirror status when a frame could not be taken.
+/// What the mirror sends over its channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MirrorMessage {
+    /// The capture and input paths in use (SPEC D8, D9): sent first and when they change.
+    Paths {
+        /// `scrcpy 3.x`, `screenrecord`, `raw` or `png`.
+        capture: String,
+        /// `scrcpy control` or `shell input`.
+        input: String,
+        /// Why the faster path is not in use and how to get it.
+        note: Option<String>,
+    },
     /// A frame.
     Frame {
         /// The frame.

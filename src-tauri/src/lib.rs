@@ -9,6 +9,9 @@
 //!   per run, its `EventEnvelope`s forwarded to the webview as `agent-event`), approvals through
 //!   the runtime's `PendingApprovals` (validated against id, expiry and kind), settings, keys
 //!   (OS keyring only), history and exports.
+//! * [`mirror`] — the live mirror (stream frames, else polled screenshots) and the `pa:` URI
+//!   scheme that serves its frames and stored screenshots (thumbnails, views, originals) to
+//!   the webview as images.
 //! * [`notify`] — native notifications with Approve / Reject actions; first answer wins.
 //! * [`settings`] — [`settings::AppSettings`], persisted in SQLite through the store.
 //! * [`dto`] / [`error`] — the shapes that cross the boundary; TypeScript twins are generated
@@ -27,6 +30,7 @@ pub mod dto;
 pub mod error;
 #[doc(hidden)]
 pub mod fixtures;
+pub mod mirror;
 pub mod notify;
 pub mod settings;
 pub mod state;
@@ -74,6 +78,26 @@ pub fn run() {
         .setup(move |app| {
             app.manage(state);
             Ok(())
+        })
+        // Pictures reach the webview as URLs of this scheme, not as base64 in events (issue
+        // #14): `pa://localhost/mirror/<seq>`, `pa://localhost/shot/<sha256>`.
+        // `pa://localhost/thumb/<sha256>`: answered on a blocking thread (PNG decode), never on
+        // the webview's main thread.
+        .register_asynchronous_uri_scheme_protocol("pa", |ctx, request, responder| {
+            let state = ctx
+                .app_handle()
+                .state::<Arc<state::AppState>>()
+                .inner()
+                .clone();
+            let path = request.uri().path().to_string();
+            tauri::async_runtime::spawn_blocking(move || {
+                responder.respond(mirror::serve(
+                    &path,
+                    state.mirror_slot(),
+                    state.thumb_cache(),
+                    |h| state.screenshot_bytes(h),
+                ));
+            });
         })
         .invoke_handler(tauri::generate_handler![
             commands::get_app_info,

@@ -211,6 +211,16 @@ pub struct AppSettings {
     pub notifications: bool,
     /// Language of receipts: `en` or `zh`.
     pub lang: String,
+    /// How the screen is captured and input sent (SPEC D8, D9): `auto` (scrcpy's stream and
+    /// control socket when `scrcpy-server` is installed, else Android's `screenrecord` stream,
+    /// else raw `screencap`), `scrcpy`, `screenrecord`, `raw` or `png`. Runs and the mirror
+    /// share one stream per phone.
+    #[serde(default = "default_capture")]
+    pub capture: String,
+}
+
+fn default_capture() -> String {
+    "auto".into()
 }
 
 impl Default for AppSettings {
@@ -238,6 +248,7 @@ impl Default for AppSettings {
             token_budget: 0,
             notifications: true,
             lang: "en".into(),
+            capture: default_capture(),
         }
     }
 }
@@ -320,6 +331,17 @@ impl AppSettings {
             return Err(AppError::invalid(
                 "max duration must be between 10 s and 24 h",
             ));
+        }
+        if self
+            .capture
+            .parse::<phoneagent_device::ScreenshotMode>()
+            .is_err()
+        {
+            return Err(AppError::invalid(format!(
+                "screen capture {:?} is not one of {}",
+                self.capture,
+                phoneagent_device::ScreenshotMode::NAMES.join(", ")
+            )));
         }
         if !matches!(self.lang.as_str(), "en" | "zh") {
             return Err(AppError::invalid("language must be en or zh"));

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use phoneagent_device::direct::key::AdbKey;
@@ -29,10 +29,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
     AnswerInput, AppInfo, CheckView, DemoScenarioView, DeviceEntry, DevicesView, ExportResult,
-    KeyStatus, LedgerRow, MirrorFrame, MirrorMessage, PendingRequest, RunEnded, RunSummary,
-    SelectedDevice, SourceProblem, StartRunRequest, VirtualPhone,
+    KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
+    SourceProblem, StartRunRequest, VirtualPhone,
 };
 use crate::error::{AppError, AppResult};
+use crate::mirror::{MirrorSlot, ThumbCache};
 use crate::notify::Notifier;
 use crate::settings::{AppSettings, ApprovalPolicySettings, parse_mode};
 
@@ -40,8 +41,6 @@ use crate::settings::{AppSettings, ApprovalPolicySettings, parse_mode};
 pub const RECENT_TASKS_KEY: &str = "app.recent_tasks";
 /// Environment variable: port of the in-process virtual phone (default 0 = ephemeral).
 pub const SIM_PORT_ENV: &str = "PHONEAGENT_APP_SIM_PORT";
-/// Minimum time between mirror frames (10 fps ceiling; SPEC U1).
-pub const MIRROR_MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Something the app pushes to the webview. Implemented over Tauri's `AppHandle` in `lib.rs`
 /// and by a recording sink in tests.
@@ -81,6 +80,14 @@ pub struct AppState {
     approvals: PendingApprovals,
     run: Arc<Mutex<Option<ActiveRun>>>,
     mirror: Mutex<Option<CancellationToken>>,
+    /// The newest mirror frame, served at `pa://localhost/mirror/<seq>`.
+    mirror_slot: Arc<MirrorSlot>,
+    /// Downscaled stored screenshots served to the timeline and History.
+    thumbs: ThumbCache,
+    /// The open phones ("addr|serial|capture" → device): the mirror, readiness and a run on one
+    /// phone share one device and so one screen stream, which stops when the last user drops
+    /// it.
+    devices: Mutex<std::collections::HashMap<String, std::sync::Weak<AdbDevice>>>,
     notifier: Notifier,
     /// Where this computer's ADB key lives for direct connections (SPEC D1): the config dir
     /// shared with the CLI, unless [`AppState::set_adb_key_dir`] changed it.
@@ -182,39 +189,6 @@ fn to_response(a: AnswerInput) -> HumanResponse {
     }
 }
 
-/// Longest side of a mirror frame sent to the webview, px (issue #14: a full 1080×2400 PNG as
-/// base64 per frame kept the webview's main thread busy; the device size still goes along,
-/// so clicks map to device px).
-pub const MIRROR_THUMB_MAX_SIDE: u32 = 960;
-
-/// A frame as a downscaled JPEG data URL (≤ [`MIRROR_THUMB_MAX_SIDE`] px, quality 80): about
-/// a tenth of the PNG's size.
-pub fn thumbnail_data_url(img: &image::RgbaImage) -> String {
-    let (w, h) = img.dimensions();
-    let scale = (MIRROR_THUMB_MAX_SIDE as f32 / w.max(h).max(1) as f32).min(1.0);
-    let (tw, th) = (
-        ((w as f32 * scale).round() as u32).max(1),
-        ((h as f32 * scale).round() as u32).max(1),
-    );
-    let small = if (tw, th) == (w, h) {
-        image::DynamicImage::ImageRgba8(img.clone()).into_rgb8()
-    } else {
-        image::DynamicImage::ImageRgba8(image::imageops::resize(
-            img,
-            tw,
-            th,
-            image::imageops::FilterType::Triangle,
-        ))
-        .into_rgb8()
-    };
-    let mut out = Vec::with_capacity((tw * th / 8) as usize);
-    let mut enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80);
-    if enc.encode_image(&small).is_err() {
-        return String::new();
-    }
-    data_url("image/jpeg", &out)
-}
-
 fn data_url(mime: &str, bytes: &[u8]) -> String {
     format!(
         "data:{mime};base64,{}",
@@ -250,6 +224,9 @@ impl AppState {
             approvals: PendingApprovals::new(),
             run: Arc::new(Mutex::new(None)),
             mirror: Mutex::new(None),
+            mirror_slot: Arc::new(MirrorSlot::default()),
+            thumbs: ThumbCache::default(),
+            devices: Mutex::new(std::collections::HashMap::new()),
             notifier: Notifier::new(),
             adb_key_dir: None,
             direct_links: Mutex::new(std::collections::HashMap::new()),
@@ -535,22 +512,56 @@ impl AppState {
         })
     }
 
-    async fn open_selected(&self) -> AppResult<AdbDevice> {
+    async fn open_selected(&self) -> AppResult<Arc<AdbDevice>> {
         let sel = self.selected()?;
-        let target = match sel.adb_addr.as_str() {
-            DIRECT_USB => DirectTarget::Usb {
-                serial: sel.serial.clone(),
-            },
-            DIRECT_TCP => DirectTarget::parse_tcp(&sel.serial)?,
-            addr => {
-                let server = AdbServer::new(parse_addr(addr)?);
-                return Ok(AdbDevice::open(server, &sel.serial, device_options()).await?);
+        let opts = self.device_options();
+        let key = format!("{}|{}|{}", sel.adb_addr, sel.serial, opts.screenshot_mode);
+        if let Some(dev) = lock(&self.devices)
+            .get(&key)
+            .and_then(std::sync::Weak::upgrade)
+        {
+            return Ok(dev);
+        }
+        let dev = Arc::new(match sel.adb_addr.as_str() {
+            DIRECT_USB | DIRECT_TCP => {
+                let target = if sel.adb_addr == DIRECT_USB {
+                    DirectTarget::Usb {
+                        serial: sel.serial.clone(),
+                    }
+                } else {
+                    DirectTarget::parse_tcp(&sel.serial)?
+                };
+                // The link stays shared after an error: it drops a dead connection and dials
+                // again, and a second link to a USB phone could not claim the interface the
+                // first one holds.
+                let link = self.direct_link(target)?;
+                AdbDevice::open_direct(link, opts).await?
             }
-        };
-        // The link stays shared after an error: it drops a dead connection and dials again,
-        // and a second link to a USB phone could not claim the interface the first one holds.
-        let link = self.direct_link(target)?;
-        Ok(AdbDevice::open_direct(link, device_options()).await?)
+            addr => AdbDevice::open(AdbServer::new(parse_addr(addr)?), &sel.serial, opts).await?,
+        });
+        let mut map = lock(&self.devices);
+        map.retain(|_, w| w.strong_count() > 0);
+        // Another caller may have opened it meanwhile: keep the first.
+        if let Some(first) = map.get(&key).and_then(std::sync::Weak::upgrade) {
+            return Ok(first);
+        }
+        map.insert(key, Arc::downgrade(&dev));
+        Ok(dev)
+    }
+
+    /// Device options from the settings (capture path, SPEC D8), with the phone-keyboard
+    /// journal of the data directory, so a killed app or CLI run has the keyboard put back when
+    /// the phone is opened again (SPEC D4).
+    fn device_options(&self) -> AdbDeviceOptions {
+        let capture = AppSettings::load(&self.store)
+            .ok()
+            .and_then(|s| s.capture.parse().ok())
+            .unwrap_or(phoneagent_device::ScreenshotMode::Auto);
+        AdbDeviceOptions {
+            screenshot_mode: capture,
+            ime_journal: phoneagent_store::default_ime_journal_dir().ok(),
+            ..AdbDeviceOptions::default()
+        }
     }
 
     /// Start the in-process virtual phone (SPEC D7) and select it. Idempotent.
@@ -595,9 +606,9 @@ impl AppState {
 
     // ---- mirror (U1) ----
 
-    /// Start mirroring the selected phone: frames go to `send` until it fails or the mirror is
-    /// stopped / restarted. Frames are taken back to back with at most one per
-    /// [`MIRROR_MIN_INTERVAL`] (screenshot polling, the floor of SPEC U1).
+    /// Start mirroring the selected phone (SPEC U1): live video from its screen stream when
+    /// one runs, else polled screenshots; messages go to `send` until it fails or the mirror is
+    /// stopped / restarted (see [`crate::mirror::run_mirror`]).
     pub async fn start_mirror<F>(&self, send: F) -> AppResult<()>
     where
         F: Fn(MirrorMessage) -> bool + Send + Sync + 'static,
@@ -607,62 +618,24 @@ impl AppState {
         if let Some(old) = lock(&self.mirror).replace(cancel.clone()) {
             old.cancel();
         }
-        tokio::spawn(async move {
-            let mut seq = 0u64;
-            let mut last_hash: Option<u64> = None;
-            while !cancel.is_cancelled() {
-                let started = Instant::now();
-                let msg = match dev.screenshot(&cancel).await {
-                    Ok(shot) => {
-                        use std::hash::{Hash, Hasher};
-                        let mut h = std::collections::hash_map::DefaultHasher::new();
-                        shot.png.hash(&mut h);
-                        let hash = h.finish();
-                        if last_hash == Some(hash) {
-                            None
-                        } else {
-                            last_hash = Some(hash);
-                            seq += 1;
-                            Some(MirrorMessage::Frame {
-                                frame: MirrorFrame {
-                                    seq,
-                                    width: shot.image.width(),
-                                    height: shot.image.height(),
-                                    data_url: thumbnail_data_url(&shot.image),
-                                    capture_ms: shot.capture_ms,
-                                    blocked: shot.blocked,
-                                    ts_ms: phoneagent_runtime::now_ms(),
-                                },
-                            })
-                        }
-                    }
-                    Err(phoneagent_device::DeviceError::Cancelled) => break,
-                    Err(e) => Some(MirrorMessage::Error {
-                        code: e.code().as_str().into(),
-                        message: e.to_string(),
-                    }),
-                };
-                let failed = matches!(msg, Some(MirrorMessage::Error { .. }));
-                if let Some(m) = msg
-                    && !send(m)
-                {
-                    break;
-                }
-                let floor = if failed {
-                    Duration::from_secs(1)
-                } else {
-                    MIRROR_MIN_INTERVAL
-                };
-                let elapsed = started.elapsed();
-                if elapsed < floor {
-                    tokio::select! {
-                        _ = tokio::time::sleep(floor - elapsed) => {}
-                        _ = cancel.cancelled() => break,
-                    }
-                }
-            }
-        });
+        self.mirror_slot.clear();
+        tokio::spawn(crate::mirror::run_mirror(
+            dev,
+            self.mirror_slot.clone(),
+            send,
+            cancel,
+        ));
         Ok(())
+    }
+
+    /// The newest mirror frame (for the `pa:` URI scheme).
+    pub fn mirror_slot(&self) -> &MirrorSlot {
+        &self.mirror_slot
+    }
+
+    /// Downscaled stored screenshots (for the `pa:` URI scheme).
+    pub fn thumb_cache(&self) -> &ThumbCache {
+        &self.thumbs
     }
 
     /// Stop the mirror.
@@ -670,43 +643,55 @@ impl AppState {
         if let Some(c) = lock(&self.mirror).take() {
             c.cancel();
         }
+        self.mirror_slot.clear();
     }
 
     // ---- take over (U4) ----
 
-    fn require_take_over(&self) -> AppResult<()> {
-        if self
+    /// The person may use the phone through the mirror (SPEC U4, issue #12 item 5) when no
+    /// run is active, while the agent waits for them to take over, or while the run is paused.
+    ///
+    /// # Errors
+    /// `pause_first` while a run is driving the phone.
+    fn require_person_control(&self) -> AppResult<()> {
+        let taking_over = self
             .approvals
             .pending()
             .iter()
-            .any(|r| matches!(r.kind, HumanRequestKind::TakeOver { .. }))
-        {
+            .any(|r| matches!(r.kind, HumanRequestKind::TakeOver { .. }));
+        let driving = lock(&self.run).as_ref().is_some_and(|r| {
+            // A run whose agent is not built yet is about to drive the phone too.
+            r.pause.as_ref().is_none_or(|p| !p.is_paused())
+        });
+        if taking_over || !driving {
             Ok(())
         } else {
             Err(AppError::new(
-                "no_take_over",
-                "the phone is not handed to you: the mirror accepts taps only while the agent waits for you to take over",
+                "pause_first",
+                "a task is driving the phone: pause it first, then tap or swipe on the mirror",
             ))
         }
     }
 
-    /// During a take_over: tap at device pixels.
+    /// The person taps the phone at device pixels through the mirror (see
+    /// [`AppState::require_person_control`] for when).
     pub async fn take_over_tap(&self, x: u32, y: u32) -> AppResult<()> {
-        self.require_take_over()?;
+        self.require_person_control()?;
         let dev = self.open_selected().await?;
         dev.tap(DevicePoint { x, y }, &CancellationToken::new())
             .await?;
         Ok(())
     }
 
-    /// During a take_over: swipe between device pixels.
+    /// The person swipes between device pixels through the mirror (as
+    /// [`AppState::take_over_tap`]; 50..=3000 ms).
     pub async fn take_over_swipe(
         &self,
         from: (u32, u32),
         to: (u32, u32),
         duration_ms: u32,
     ) -> AppResult<()> {
-        self.require_take_over()?;
+        self.require_person_control()?;
         let dev = self.open_selected().await?;
         let d = duration_ms.clamp(50, 3000);
         dev.swipe(
@@ -808,7 +793,7 @@ impl AppState {
             return Err(busy_error());
         }
         let sel = self.selected()?;
-        let device = Arc::new(self.open_selected().await?);
+        let device = self.open_selected().await?;
         let routes = self.routes(settings.models_config(&actor_name)?).await?;
         let config = AgentConfig {
             max_steps: req.max_steps,
@@ -1340,6 +1325,12 @@ impl AppState {
             .collect())
     }
 
+    /// A stored screenshot's MIME type and bytes (`None` when not stored or not a hash).
+    pub fn screenshot_bytes(&self, sha256: &str) -> Option<(String, Vec<u8>)> {
+        let shot = self.store.screenshot(sha256).ok().flatten()?;
+        Some((shot.mime, shot.bytes))
+    }
+
     /// A stored screenshot as a data URL.
     pub fn screenshot(&self, sha256: &str) -> AppResult<String> {
         if sha256.len() != 64 || !sha256.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -1440,14 +1431,4 @@ fn screen_reader() -> Option<Arc<phoneagent_vision::ScreenReader>> {
             }
         })
         .clone()
-}
-
-/// Device options of the app: the defaults, with the phone-keyboard journal of the data
-/// directory, so a killed app or CLI run has the keyboard put back when the phone is opened
-/// again (SPEC D4).
-fn device_options() -> AdbDeviceOptions {
-    AdbDeviceOptions {
-        ime_journal: phoneagent_store::default_ime_journal_dir().ok(),
-        ..AdbDeviceOptions::default()
-    }
 }

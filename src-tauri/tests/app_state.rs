@@ -137,6 +137,14 @@ async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
         truth.orders_placed, 0,
         "nothing runs before the human answers"
     );
+    // While the run drives the phone, the mirror does not take the person's taps (they must
+    // pause first), and nothing reaches the phone.
+    let err = f.state.take_over_tap(540, 1200).await.unwrap_err();
+    assert_eq!(err.code, "pause_first", "{}", err.message);
+    let after = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
+        .await
+        .unwrap();
+    assert_eq!(after.touches.len(), truth.touches.len());
     // A made-up id and a mismatched answer are refused by the Rust side.
     let err = f
         .state
@@ -234,35 +242,62 @@ async fn devices_mirror_and_take_over_guard() {
         .start_mirror(move |m| tx.send(m).is_ok())
         .await
         .unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    match first {
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("a mirror message within 20 s")
+            .expect("the mirror channel stays open")
+    };
+    // First the paths in use (SPEC D8): with the default capture `auto` and no scrcpy-server
+    // on this computer, the virtual phone streams through `screenrecord`.
+    match next().await {
+        MirrorMessage::Paths {
+            capture,
+            input,
+            note,
+        } => {
+            assert!(
+                capture == "screenrecord" || capture.starts_with("scrcpy "),
+                "{capture}"
+            );
+            if capture == "screenrecord" {
+                assert_eq!(input, "shell input");
+                assert!(
+                    note.unwrap_or_default().contains("scrcpy"),
+                    "says how to get scrcpy"
+                );
+            }
+        }
+        other => panic!("expected the paths first, got {other:?}"),
+    }
+    match next().await {
         MirrorMessage::Frame { frame } => {
-            // A downscaled JPEG (issue #14), not the phone's full PNG; the size is the device's.
-            assert!(frame.data_url.starts_with("data:image/jpeg;base64,"));
+            // Live video from the stream; the picture is a downscaled JPEG served by the `pa:`
+            // scheme (issue #14), never base64 in the message; the size is the device's.
+            assert!(frame.live, "a stream frame, not a polled screenshot");
             assert_eq!((frame.width, frame.height), (1080, 2400));
-            use base64::Engine as _;
-            let jpeg = base64::engine::general_purpose::STANDARD
-                .decode(frame.data_url.trim_start_matches("data:image/jpeg;base64,"))
-                .unwrap();
-            let img = image::load_from_memory(&jpeg).unwrap();
+            let r = phoneagent_app::mirror::serve(
+                &format!("/mirror/{}", frame.seq),
+                f.state.mirror_slot(),
+                f.state.thumb_cache(),
+                |_| None,
+            );
+            assert_eq!(r.status(), 200);
+            let jpeg = r.body();
+            let img = image::load_from_memory(jpeg).unwrap();
             assert_eq!((img.width(), img.height()), (432, 960));
             assert!(jpeg.len() < 120_000, "{} bytes per frame", jpeg.len());
         }
-        MirrorMessage::Error { message, .. } => panic!("mirror error: {message}"),
+        other => panic!("expected a frame, got {other:?}"),
     }
-    f.state.stop_mirror();
-    let err = f.state.take_over_tap(10, 10).await.unwrap_err();
-    assert_eq!(err.code, "no_take_over");
+    // With no run active the person may use the phone through the mirror (issue #12 item 5),
+    // and the mirror shows what the tap did.
+    f.state.take_over_tap(540, 1200).await.unwrap();
     let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
         .await
         .unwrap();
-    assert!(
-        truth.touches.is_empty(),
-        "a refused take-over tap must not reach the phone"
-    );
+    assert_eq!(truth.touches.len(), 1, "the person's tap reached the phone");
+    f.state.stop_mirror();
     assert_eq!(f.state.stop_run().unwrap_err().code, "not_running");
     f.model.shutdown().await;
 }

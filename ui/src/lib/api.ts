@@ -1,6 +1,6 @@
 // Typed wrappers over the app's Tauri commands. Argument and result types come from the Rust
 // types through ts-rs (./bindings, generated; see scripts/test-app.sh for the staleness check).
-import { Channel, invoke } from '@tauri-apps/api/core';
+import { Channel, convertFileSrc, invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import type { AnswerInput } from './bindings/AnswerInput';
 import type { AppError } from './bindings/AppError';
@@ -99,14 +99,19 @@ export function onRunEnded(f: (e: RunEnded) => void): Promise<UnlistenFn> {
   return listen<RunEnded>('run-ended', (ev) => f(ev.payload));
 }
 
-const shotCache = new Map<string, Promise<string>>();
-/** Screenshot data URL by hash, cached (hashes are content addresses). */
-export function screenshotUrl(sha256: string): Promise<string> {
-  let p = shotCache.get(sha256);
-  if (!p) {
-    p = api.screenshot(sha256);
-    p.catch(() => shotCache.delete(sha256));
-    shotCache.set(sha256, p);
-  }
-  return p;
+/** URL of a picture served by the app's `pa:` scheme (`pa://localhost/…`, or
+ *  `http://pa.localhost/…` where the webview needs it): pictures never travel as base64. */
+function picture(path: string): string {
+  return convertFileSrc(path, 'pa');
+}
+
+/** The mirror's frame `seq` (a JPEG of at most 960 px). */
+export function mirrorFrameUrl(seq: number): string {
+  return picture(`mirror/${seq}`);
+}
+
+/** A stored screenshot by hash (content address): `thumb` (360 px JPEG, the timeline),
+ *  `view` (960 px JPEG, History's large view) or `shot` (the original, on demand). */
+export function screenshotUrl(sha256: string, size: 'thumb' | 'view' | 'shot' = 'thumb'): Promise<string> {
+  return /^[0-9a-f]{64}$/.test(sha256) ? Promise.resolve(picture(`${size}/${sha256}`)) : Promise.reject(new Error('not a screenshot hash'));
 }

@@ -243,6 +243,30 @@ impl StreamSession {
         }
     }
 
+    /// The next decoded frame newer than `after_seq` (a [`LiveFrame::seq`]; 0 = any), waiting up
+    /// to `wait`, for viewers that follow the stream (the app's mirror, SPEC U1). Frames decoded
+    /// while the caller was busy are skipped: the newest one is returned. `None` on timeout or
+    /// when the stream died (see [`StreamSession::is_alive`]).
+    pub async fn next_frame(&self, after_seq: u64, wait: Duration) -> Option<LiveFrame> {
+        let mut rx = self.frames.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if !self.is_alive() {
+                return None;
+            }
+            if let Some(f) = self.frames.newest()
+                && f.seq > after_seq
+            {
+                return Some(f);
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return None },
+                () = tokio::time::sleep_until(deadline) => return None,
+                () = self.dead.cancelled() => return None,
+            }
+        }
+    }
+
     /// Wait for the first frame (bounded); `Err` names why the stream gave none.
     pub(crate) async fn first_frame(&self, wait: Duration) -> Result<(), StreamError> {
         let mut rx = self.frames.subscribe();

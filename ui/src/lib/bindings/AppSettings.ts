@@ -41,4 +41,11 @@ notifications: boolean,
 /**
  * Language of receipts: `en` or `zh`.
  */
-lang: string, };
+lang: string, 
+/**
+ * How the screen is captured and input sent (SPEC D8, D9): `auto` (scrcpy's stream and
+ * control socket when `scrcpy-server` is installed, else Android's `screenrecord` stream,
+ * else raw `screencap`), `scrcpy`, `screenrecord`, `raw` or `png`. Runs and the mirror
+ * share one stream per phone.
+ */
+capture: string, };

@@ -2,9 +2,21 @@
 import type { MirrorFrame } from "./MirrorFrame";
 
 /**
- * Mirror status when a frame could not be taken.
+ * What the mirror sends over its channel.
  */
-export type MirrorMessage = { "type": "frame", 
+export type MirrorMessage = { "type": "paths", 
+/**
+ * `scrcpy 3.x`, `screenrecord`, `raw` or `png`.
+ */
+capture: string, 
+/**
+ * `scrcpy control` or `shell input`.
+ */
+input: string, 
+/**
+ * Why the faster path is not in use and how to get it.
+ */
+note: string | null, } | { "type": "frame", 
 /**
  * The frame.
  */
