@@ -219,7 +219,8 @@ def main():
             fn()
             results.append((name, True, ""))
             b = s.js(PROBE) or {}
-            log(f"MEASURE longest main-thread block during {name}: {b.get('max', 0):.0f} ms ({b.get('over50', 0)} blocks over 50 ms)")
+            costs = s.js("const c = window.__paCost || {}; const out = JSON.stringify(c); Object.keys(c).forEach(k => delete c[k]); return out;")
+            log(f"MEASURE longest main-thread block during {name}: {b.get('max', 0):.0f} ms ({b.get('over50', 0)} blocks over 50 ms); slowest message → view ms: {costs}")
             log("PASS", name)
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()

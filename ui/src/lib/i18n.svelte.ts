@@ -58,7 +58,7 @@ const zh: Record<string, string> = {
   'Stored in keyring': '已存入钥匙串', 'No key stored': '未存储密钥', Steps: '步骤', Tokens: '令牌', Cost: '费用',
   live: '实时', screenshots: '截图', Capture: '采集', Input: '输入', Faster: '更快',
   'A task is driving the phone. Pause it to use the phone yourself?': '任务正在操作手机。要暂停任务，自己操作吗？',
-  'Pause and tap': '暂停并点击', Cancel: '取消', 'Screen capture': '屏幕采集', 'auto (fastest available)': '自动（最快可用）',
+  'Pause and tap': '暂停并点击', Cancel: '取消', 'Show earlier steps': '显示更早的步骤', 'Screen capture': '屏幕采集', 'auto (fastest available)': '自动（最快可用）',
   "auto: scrcpy when installed, else the phone's screenrecord stream, else screenshots": '自动：已安装 scrcpy 时用它，否则用手机的 screenrecord 视频流，再否则用截图',
 };
 let lang = $state<'en' | 'zh'>('en');

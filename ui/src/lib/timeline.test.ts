@@ -43,6 +43,26 @@ describe('timeline reducer', () => {
     expect(ov[1]?.y).toBeCloseTo(30.03, 1);
   });
 
+  it('copies only the step an event touches and never mutates the previous state', () => {
+    const n = events.findIndex((e) => e.step === 2);
+    let tl = emptyTimeline();
+    for (const e of events.slice(0, n)) tl = applyEvent(tl, e);
+    const before = tl.steps[0]!;
+    const frozen = JSON.stringify(tl);
+    const next = applyEvent(tl, events[n]!);
+    // Step 1 is untouched: the same object (its card does not re-render).
+    expect(next.steps[0]).toBe(before);
+    expect(next.steps.find((s) => s.step === 2)).toBeDefined();
+    expect(JSON.stringify(tl)).toBe(frozen);
+    // A later event for step 1 copies step 1 and leaves the old state alone.
+    const rejected = events.findIndex((e, i) => i > n && e.step === 1);
+    if (rejected > 0) {
+      const again = applyEvent(next, events[rejected]!);
+      expect(again.steps[0]).not.toBe(before);
+      expect(JSON.stringify(tl)).toBe(frozen);
+    }
+  });
+
   it('ignores duplicates, stale sequence numbers and other runs', () => {
     let tl = emptyTimeline();
     for (const e of events.slice(0, 5)) tl = applyEvent(tl, e);

@@ -69,14 +69,26 @@ function newStep(step: number): StepView {
   };
 }
 
-function stepOf(steps: StepView[], n: number): StepView {
-  let s = steps.find((x) => x.step === n);
-  if (!s) {
-    s = newStep(n);
+/**
+ * The step `n` of `steps` (a copy of the previous state's array), itself copied the first time
+ * this event touches it (`copied`): steps an event does not touch keep their identity, so the
+ * view re-renders only the card that changed (issue #14: copying every step per event made each
+ * event re-render the whole timeline).
+ */
+function stepOf(steps: StepView[], n: number, copied: Set<number>): StepView {
+  const i = steps.findIndex((x) => x.step === n);
+  if (i < 0) {
+    const s = newStep(n);
+    copied.add(n);
     steps.push(s);
     steps.sort((a, b) => a.step - b.step);
+    return s;
   }
-  return s;
+  if (!copied.has(n)) {
+    copied.add(n);
+    steps[i] = { ...steps[i]! };
+  }
+  return steps[i]!;
 }
 
 /**
@@ -92,9 +104,10 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
   }
   if (prev.runId !== null && env.run_id !== prev.runId) return prev;
   if (env.seq <= prev.lastSeq) return prev;
-  const s: TimelineState = { ...prev, runId: prev.runId ?? env.run_id, lastSeq: env.seq, steps: prev.steps.map((x) => ({ ...x })) };
+  const s: TimelineState = { ...prev, runId: prev.runId ?? env.run_id, lastSeq: env.seq, steps: prev.steps.slice() };
   const ev = env as unknown as AgentEvent;
-  const cur = () => stepOf(s.steps, env.step);
+  const copied = new Set<number>();
+  const cur = () => stepOf(s.steps, env.step, copied);
   switch (ev.kind) {
     case 'phase':
       s.phase = ev.phase;
@@ -138,9 +151,9 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
       cur().humans = [...cur().humans, { request_id: ev.request_id, request: ev.request, response: null, decided_by: null }];
       break;
     case 'human_resolved': {
-      for (const st of s.steps) {
-        const h = st.humans.find((x) => x.request_id === ev.request_id);
-        if (h) {
+      for (const old of prev.steps) {
+        if (old.humans.some((x) => x.request_id === ev.request_id)) {
+          const st = stepOf(s.steps, old.step, copied);
           st.humans = st.humans.map((x) => (x.request_id === ev.request_id ? { ...x, response: ev.response, decided_by: ev.decided_by } : x));
         }
       }
