@@ -294,6 +294,11 @@ def main():
         log("mirror capture path", cap, "input", s.attr("#mirror-paths", "data-input"))
         assert cap == "screenrecord" or cap.startswith("scrcpy"), cap
         s.wait_for("#readiness", 30)
+        # Issue #14: the task panel's Start is on screen at 1280×800 without scrolling.
+        s.js("window.scrollTo(0, 0); document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; });")
+        bottom, inner = s.js("const r = document.querySelector('#start-run').getBoundingClientRect(); return [r.bottom, window.innerHeight];")
+        log(f"MEASURE Start button bottom {bottom:.0f} px of a {inner} px window")
+        assert bottom <= inner, f"Start is below the fold: {bottom:.0f} > {inner}"
         # With no run active, the person uses the phone through the mirror.
         reset(sim_port, "home")
         time.sleep(1)

@@ -25,4 +25,15 @@ describe('guidance', () => {
     const g = guidance({ code: 'something_else', message: 'cannot reach it; pass --base-url http://x to change it' });
     expect(g.text).not.toContain('--');
   });
+
+  it('says what a missing adb server means for the user, without its code or a command', () => {
+    const g = guidance({
+      code: 'adb_server_unreachable',
+      message: 'no adb server at 127.0.0.1:5037: phones on USB are used directly; to use adb instead run `adb start-server`',
+    });
+    expect(g.text).not.toContain('adb_server_unreachable');
+    expect(g.text).not.toContain('start-server');
+    expect(g.text).toContain('USB');
+    expect(g.detail).toContain('127.0.0.1:5037');
+  });
 });

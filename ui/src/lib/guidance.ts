@@ -58,6 +58,16 @@ export function guidance(e: AppError): Guidance {
   if (e.code === 'not_running') {
     return { text: 'No task is running.', fix: null, detail };
   }
+  if (e.code === 'adb_server_unreachable') {
+    return {
+      text: 'No adb server is running. Phones on USB are used directly, and a phone on Wi-Fi can be added by its address below.',
+      fix: null,
+      detail,
+    };
+  }
+  if (e.code === 'pause_first') {
+    return { text: 'A task is driving the phone. Pause it first, then tap or swipe on the mirror.', fix: null, detail };
+  }
   if (e.code === 'busy') {
     return { text: 'A task is already running on this phone. Stop it or wait for it to end.', fix: null, detail };
   }

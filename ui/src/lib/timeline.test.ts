@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fixture from './fixtures/run-hard-approval.json';
 import type { EventEnvelope } from './events';
-import { applyEvent, emptyTimeline, overlayOf, replay, actionLabel } from './timeline';
+import { applyEvent, emptyTimeline, gateLabel, overlayOf, replay, actionLabel } from './timeline';
 
 const events = fixture as unknown as EventEnvelope[];
 const SERIAL = 'virtual-phone-1';
@@ -86,5 +86,20 @@ describe('timeline reducer', () => {
     const tl = replay(events);
     expect(actionLabel(tl.steps[0]?.action ?? null)).toBe('tap “提交订单”');
     expect(actionLabel(null)).toBe('—');
+  });
+});
+
+describe('gate labels', () => {
+  it('say who decided and why, never "by rule" for an ordinary tap', () => {
+    expect(gateLabel({ outcome: 'allow', decided_by: 'rule', tier: 'none' }, 'wary')).toBe('allowed: no risk found');
+    expect(gateLabel({ outcome: 'allow', decided_by: 'rule', tier: 'hard' }, 'wary')).toBe('allowed: the model confirmed after a warning');
+    expect(gateLabel({ outcome: 'approved', decided_by: 'human', tier: 'hard' }, 'hard')).toBe('you approved');
+    expect(gateLabel({ outcome: 'rejected', decided_by: 'human', tier: 'hard' }, 'hard')).toBe('you rejected');
+    expect(gateLabel({ outcome: 'rejected', decided_by: 'rule', tier: 'hard' }, 'hard')).toBe('refused by the safety rules');
+    expect(gateLabel({ outcome: 'approved', decided_by: 'auto_reviewer', tier: 'hard' }, 'approve-for-me')).toContain('approve-for-me reviewer');
+    expect(gateLabel({ outcome: 'warned', decided_by: 'rule', tier: 'hard' }, 'wary')).toContain('warned');
+    for (const o of ['allow', 'warned', 'needs_approval', 'approved', 'rejected', 'blocked_by_task_boundary'])
+      for (const d of ['rule', 'reviewer', 'auto_reviewer', 'human', 'policy'])
+        expect(gateLabel({ outcome: o, decided_by: d, tier: 'hard' }, 'wary')).not.toMatch(/by rule|_/);
   });
 });

@@ -202,6 +202,44 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
   return s;
 }
 
+/**
+ * Who decided a gate call and why, in words a user knows (issue #14 item 5), e.g. "allowed: no
+ * risk found", "you approved", "allowed: the model confirmed after a warning". An English key
+ * for `t`.
+ */
+export function gateLabel(g: Pick<GateView, 'outcome' | 'decided_by' | 'tier'>, mode: string): string {
+  const risky = g.tier !== 'none';
+  switch (g.outcome) {
+    case 'allow':
+      if (g.decided_by === 'reviewer') return 'allowed: the reviewer found it reversible';
+      if (g.decided_by === 'auto_reviewer') return 'allowed by the approve-for-me reviewer';
+      if (g.decided_by === 'human') return 'you approved';
+      if (g.decided_by === 'policy') return 'allowed by your approval policy';
+      if (!risky) return 'allowed: no risk found';
+      if (mode === 'off') return 'allowed: safety checks are off';
+      if (g.tier === 'soft') return 'allowed: low risk';
+      return 'allowed: the model confirmed after a warning';
+    case 'warned':
+      return 'held: the model was warned and must confirm';
+    case 'needs_approval':
+      return g.decided_by === 'auto_reviewer' ? 'waiting for the approve-for-me reviewer' : 'waiting for your approval';
+    case 'approved':
+      return g.decided_by === 'auto_reviewer' ? 'approved by the approve-for-me reviewer' : g.decided_by === 'policy' ? 'approved by your approval policy' : 'you approved';
+    case 'rejected':
+      return g.decided_by === 'auto_reviewer'
+        ? 'rejected by the approve-for-me reviewer'
+        : g.decided_by === 'human'
+          ? 'you rejected'
+          : g.decided_by === 'policy'
+            ? 'rejected by your approval policy'
+            : 'refused by the safety rules';
+    case 'blocked_by_task_boundary':
+      return 'blocked: your task says not to';
+    default:
+      return g.outcome.replace(/_/g, ' ');
+  }
+}
+
 /** Apply many envelopes in order (replay). */
 export function replay(events: EventEnvelope[]): TimelineState {
   return events.reduce(applyEvent, emptyTimeline());
