@@ -272,6 +272,21 @@ def main():
         s.wait_until("stored badge after reload", lambda: "stored" in (s.text("#key-status-0") or "").lower() or "已存" in (s.text("#key-status-0") or ""), 15)
         assert SECRET not in s.js("return document.documentElement.outerHTML")
 
+    def draft_survives_view_switch():
+        # Issue #14 item 4: the task text and the access mode stay when the user looks elsewhere.
+        s.click("#nav-run")
+        s.type("#task-input", "Check the weather in Beijing")
+        s.click("#mode-hard")
+        s.click("#nav-settings")
+        s.wait_for("#save-settings", 15)
+        s.click("#nav-run")
+        s.wait_for("#task-input", 15)
+        kept = s.js("return document.querySelector('#task-input').value")
+        assert kept == "Check the weather in Beijing", kept
+        assert s.attr("#mode-hard", "aria-checked") == "true", "the access mode was reset"
+        s.click("#mode-wary")
+        s.js("const el = document.querySelector('#task-input'); el.value = ''; el.dispatchEvent(new Event('input', {bubbles: true}));")
+
     def click_on_mirror(label):
         """Click the element labelled `label` on the mirror (device px mapped to the image)."""
         gt = truth(sim_port)
@@ -571,6 +586,7 @@ def main():
 
     test("virtual_phone_and_mirror", virtual_phone_and_mirror)
     test("first_start_is_guided", first_start_is_guided)
+    test("draft_survives_view_switch", draft_survives_view_switch)
     test("settings_and_api_key_in_keyring", settings_and_key)
     test("demo_without_a_phone_or_a_model", demo_without_a_phone_or_a_model)
     test("approve_hard_request_in_dialog", approve_in_dialog)
