@@ -267,3 +267,25 @@ export function actionLabel(a: Action | null): string {
     default: return a.action;
   }
 }
+
+/** A gate reason code in words a user knows (English key for `t`; issue #14 item 5). */
+export function reasonLabel(code: string): string {
+  const words: Record<string, string> = {
+    self_declared_sensitive: 'the model marked it sensitive',
+    negated_task_boundary: 'your task says not to do this',
+    password_field: 'typing into a password field',
+    credential_text: 'the text looks like a password or code',
+    payment_app_launch: 'opens a payment app',
+    commit_irreversible: 'cannot be undone (pay, order, delete, send…)',
+    dialog_confirm: 'confirms a dialog that cannot be undone',
+    irreversible_object: 'touches something that cannot be undone',
+    credential_target: 'a password or code field',
+    commitment_shape: 'looks like a commitment (amount, confirm button)',
+    unreadable_target: 'an icon that cannot be read, where something irreversible is possible',
+    policy_word: 'a word your policy watches',
+    no_target_evidence: 'no evidence of what it touches',
+    lexicon_unavailable: 'the safety word lists could not be loaded',
+  };
+  const base = code.split(':')[0] ?? code;
+  return words[base] ?? base.replace(/_/g, ' ');
+}
