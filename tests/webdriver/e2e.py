@@ -572,7 +572,7 @@ def main():
         s.wait_for("#replay-next", 15)
         s.click("#export-html")
         s.wait_for("#export-result", 15)
-        path = (s.text("#export-result") or "").split("Saved to ")[1].split(" (")[0]
+        path = s.attr("#export-result", "data-path")
         assert os.path.getsize(path) > 1000, path
         shot(s, "history.png")
 

@@ -1,5 +1,5 @@
 // Chinese/English labels (cheap: a flat dictionary). English is the fallback.
-const zh: Record<string, string> = {
+export const catalogue: Record<string, string> = {
   'This model profile has no API key yet. Add it in Settings (it is kept in your system keyring), or pick another profile.':
     '这个模型配置还没有 API 密钥。请在“设置”中添加（保存在系统密钥环中），或换一个配置。',
   'The model profile cannot be used as it is. Check its base URL, model name and key in Settings.':
@@ -76,13 +76,21 @@ const zh: Record<string, string> = {
   'The agent wants to': '智能体想要', tap: '点击', 'long press': '长按', 'double tap': '双击', 'type text': '输入文字', swipe: '滑动', 'launch app': '打开应用', 'commit irreversible': '不可撤销操作',
   'Note for the agent (optional)': '给智能体的备注（可选）', 'expires in': '剩余', 'Your answer goes back to the agent word for word': '你的回答会原样交给智能体', Skip: '跳过',
   'The same request is also shown as a desktop notification; whichever you answer first counts.': '同一请求也会以桌面通知显示；以你先回答的为准。',
+  idle: '空闲', Theme: '主题', Language: '语言', Close: '关闭', virtual: '虚拟', direct: '直连', 'Reached without an adb server': '不经 adb 服务直接连接',
+  'No phones found. Plug in an Android phone with USB debugging on, or try the virtual phone.': '未找到手机。请连接已开启 USB 调试的安卓手机，或试试虚拟手机。',
+  'Looking for phones…': '正在查找手机…', steps: '步', 'Saved to': '已保存到', 'You have the phone.': '手机交给你了。', 'Click to tap, drag to swipe.': '单击即点击，拖动即滑动。',
+  'The job is done; end the run': '任务已完成，结束运行', Done: '完成', 'Pick a phone in Devices, or start the virtual phone.': '请在“设备”中选择手机，或启动虚拟手机。',
+  'phone screen': '手机屏幕', 'Connecting…': '正在连接…', changed: '已变化', 'no change': '无变化', failed: '失败', 'Screen:': '屏幕：', 'Why:': '原因：', receipt: '回执',
+  'protocol:': '协议：', 'recovery:': '恢复：', 'Select a phone first.': '请先选择手机。', 'Starting…': '正在启动…', human: '你', auto_reviewer: '替我审批', 
+  'A virtual phone and a scripted model: nothing real was touched.': '虚拟手机和脚本模型：没有碰任何真实的东西。',
+  "No run yet. Type a task and press Start: each step shows up here with its screenshot, the model's reasoning, safety decisions and cost.": '还没有运行。输入任务并按“开始”：每一步都会在这里显示截图、模型的推理、安全决定和花费。',
   'Examples and recent tasks': '示例和最近的任务', Ready: '就绪', Passed: '通过', checks: '项检查',
   'Pause and tap': '暂停并点击', Cancel: '取消', 'Show earlier steps': '显示更早的步骤', 'Screen capture': '屏幕采集', 'auto (fastest available)': '自动（最快可用）',
   "auto: scrcpy when installed, else the phone's screenrecord stream, else screenshots": '自动：已安装 scrcpy 时用它，否则用手机的 screenrecord 视频流，再否则用截图',
 };
 let lang = $state<'en' | 'zh'>('en');
 export function t(s: string): string {
-  return lang === 'zh' ? (zh[s] ?? s) : s;
+  return lang === 'zh' ? (catalogue[s] ?? s) : s;
 }
 export function setLang(l: 'en' | 'zh') {
   lang = l;
