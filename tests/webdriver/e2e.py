@@ -112,8 +112,10 @@ ORDER_SCRIPT = [
 ]
 
 
-def tree_rss_kb(root_exe):
-    """Resident memory (kB) of the app process and its descendants (WebKit's web/network processes)."""
+def tree_mem_kb(root_exe):
+    """Memory (kB) of the app process and its descendants (WebKit's web/network processes):
+    (PSS summed — each shared page counted once across them — and RSS summed, which counts the
+    shared libraries once per process)."""
     procs_ = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -123,17 +125,25 @@ def tree_rss_kb(root_exe):
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
             with open(f"/proc/{pid}/status") as f:
                 rss = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                pss = next((int(l.split()[1]) for l in f if l.startswith("Pss:")), 0)
             exe = os.readlink(f"/proc/{pid}/exe")
         except (OSError, ValueError, StopIteration):
             continue
-        procs_[int(pid)] = (ppid, rss, exe)
-    roots = [p for p, (_, _, exe) in procs_.items() if os.path.realpath(exe) == os.path.realpath(root_exe)]
-    total, todo = 0, list(roots)
+        procs_[int(pid)] = (ppid, rss, pss, exe)
+    roots = [p for p, (_, _, _, exe) in procs_.items() if os.path.realpath(exe) == os.path.realpath(root_exe)]
+    rss_total, pss_total, todo = 0, 0, list(roots)
     while todo:
         p = todo.pop()
-        total += procs_[p][1]
-        todo.extend(c for c, (pp, _, _) in procs_.items() if pp == p)
-    return total
+        rss_total += procs_[p][1]
+        pss_total += procs_[p][2]
+        todo.extend(c for c, (pp, _, _, _) in procs_.items() if pp == p)
+    return pss_total, rss_total
+
+
+def mem_line():
+    pss, rss = tree_mem_kb(APP)
+    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB)"
 
 
 def shot(s, name):
@@ -188,6 +198,8 @@ def main():
                 {"webkitgtk:browserOptions": {"binary": APP, "args": []}})
     s.wait_for("#nav-run", 60)
     log(f"MEASURE cold start to first painted window (WebDriver session start to UI present): {time.time() - t0:.2f}s")
+    time.sleep(3)
+    log(f"MEASURE memory idle, no phone (app + webview processes): {mem_line()}")
 
     only = [t for t in os.environ.get("E2E_ONLY", "").split(",") if t]
 
@@ -324,7 +336,7 @@ def main():
         log(f"MEASURE mirror frame-to-screen latency: {s.attr('#mirror-stats', 'data-latency')} ms (phone frame decoded -> shown in the view)")
         reset(sim_port, "home")
         time.sleep(2)
-        log(f"MEASURE resident memory idle (app + webview processes): {tree_rss_kb(APP) / 1024:.0f} MB")
+        log(f"MEASURE memory idle with the virtual phone (app + webview processes): {mem_line()}")
         shot(s, "devices-mirror.png")
 
     def approve_in_dialog():
@@ -336,7 +348,7 @@ def main():
         assert s.attr("#approval-dialog", "data-kind") == "approval"
         assert "提交订单" in (s.text("#approval-dialog") or "")
         assert truth(sim_port)["orders_placed"] == 0, "nothing may run before approval"
-        log(f"MEASURE resident memory during a run (app + webview processes): {tree_rss_kb(APP) / 1024:.0f} MB")
+        log(f"MEASURE memory during a run (app + webview processes): {mem_line()}")
         shot(s, "approval-dialog.png")
         s.click("#approve-btn")
         s.wait_gone("#approval-dialog", 15)
@@ -600,6 +612,15 @@ def main():
     test("history_replay_and_export", history_and_export)
     test("phone_added_by_address_without_adb", phone_by_address)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)
+    try:
+        import sqlite3
+        db = sqlite3.connect(f"file:{os.path.join(HOME_DIR, 'phoneagent.sqlite3')}?mode=ro", uri=True)
+        runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        db.close()
+        time.sleep(3)
+        log(f"MEASURE memory after {runs} runs (app + webview processes): {mem_line()}")
+    except Exception as e:  # noqa: BLE001
+        log("could not measure memory after the runs:", e)
     s.quit()
     failed = [r for r in results if not r[1]]
     log(f"{len(results) - len(failed)}/{len(results)} passed")

@@ -84,7 +84,7 @@ export const catalogue: Record<string, string> = {
   'protocol:': '协议：', 'recovery:': '恢复：', 'Select a phone first.': '请先选择手机。', 'Starting…': '正在启动…', human: '你', auto_reviewer: '替我审批', 
   'A virtual phone and a scripted model: nothing real was touched.': '虚拟手机和脚本模型：没有碰任何真实的东西。',
   "No run yet. Type a task and press Start: each step shows up here with its screenshot, the model's reasoning, safety decisions and cost.": '还没有运行。输入任务并按“开始”：每一步都会在这里显示截图、模型的推理、安全决定和花费。',
-  'Examples and recent tasks': '示例和最近的任务', Ready: '就绪', Passed: '通过', checks: '项检查',
+  'not set: uses the verifier': '未设置：使用验证模型', 'Examples and recent tasks': '示例和最近的任务', Ready: '就绪', Passed: '通过', checks: '项检查',
   'Pause and tap': '暂停并点击', Cancel: '取消', 'Show earlier steps': '显示更早的步骤', 'Screen capture': '屏幕采集', 'auto (fastest available)': '自动（最快可用）',
   "auto: scrcpy when installed, else the phone's screenrecord stream, else screenshots": '自动：已安装 scrcpy 时用它，否则用手机的 screenrecord 视频流，再否则用截图',
 };
