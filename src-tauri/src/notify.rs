@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
-use phoneagent_runtime::PendingApprovals;
+use phoneagent_runtime::{Lang, PendingApprovals};
 
 /// Shows and withdraws notifications; cheap to clone.
 #[derive(Clone, Default)]
@@ -21,36 +21,113 @@ pub struct Notifier {
     shown: Arc<Mutex<HashMap<String, u32>>>,
 }
 
-/// Body text of a notification for `kind`.
-pub fn notification_text(kind: &HumanRequestKind) -> (String, String) {
+/// Summary and body of a notification for `kind`, in the app's language (issue #14 item 6).
+pub fn notification_text(kind: &HumanRequestKind, lang: Lang) -> (String, String) {
+    let zh = lang == Lang::Zh;
     match kind {
         HumanRequestKind::Approval {
             tool, target, tier, ..
-        } => (
-            "PhoneAgent needs your approval".to_string(),
-            format!(
-                "{tool} “{target}” ({} risk). Approve to run it, Reject to skip it.",
-                tier_name(*tier)
-            ),
+        } => {
+            let tier = tier_name(*tier, lang);
+            if zh {
+                (
+                    "PhoneAgent 需要你批准".to_string(),
+                    format!("{tool}“{target}”（{tier}风险）。批准则执行，拒绝则跳过。"),
+                )
+            } else {
+                (
+                    "PhoneAgent needs your approval".to_string(),
+                    format!(
+                        "{tool} “{target}” ({tier} risk). Approve to run it, Reject to skip it."
+                    ),
+                )
+            }
+        }
+        HumanRequestKind::AskUser { question } => {
+            if zh {
+                (
+                    "PhoneAgent 有个问题".to_string(),
+                    format!("{question}\n请在 PhoneAgent 窗口中回答。"),
+                )
+            } else {
+                (
+                    "PhoneAgent has a question".to_string(),
+                    format!("{question}\nAnswer it in the PhoneAgent window."),
+                )
+            }
+        }
+        HumanRequestKind::TakeOver { message } => {
+            if zh {
+                (
+                    "PhoneAgent 请你接管".to_string(),
+                    format!("{message}\n请在 PhoneAgent 窗口的镜像中操作，然后点“交还控制”。"),
+                )
+            } else {
+                (
+                    "PhoneAgent asks you to take over".to_string(),
+                    format!(
+                        "{message}\nUse the mirror in the PhoneAgent window, then press Hand back."
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// What replaces a notification once its request is answered (summary, body).
+pub fn answered_text(lang: Lang) -> (&'static str, &'static str) {
+    match lang {
+        Lang::Zh => (
+            "PhoneAgent：请求已处理",
+            "已在 PhoneAgent 中回答，无需再操作。",
         ),
-        HumanRequestKind::AskUser { question } => (
-            "PhoneAgent has a question".to_string(),
-            format!("{question}\nAnswer it in the PhoneAgent window."),
-        ),
-        HumanRequestKind::TakeOver { message } => (
-            "PhoneAgent asks you to take over".to_string(),
-            format!("{message}\nUse the mirror in the PhoneAgent window, then press Hand back."),
+        _ => (
+            "PhoneAgent: request answered",
+            "It was answered in PhoneAgent; nothing more to do here.",
         ),
     }
 }
 
-fn tier_name(t: phoneagent_protocol::RiskTier) -> &'static str {
+/// The labels of the Approve / Reject actions.
+fn action_labels(lang: Lang) -> (&'static str, &'static str) {
+    match lang {
+        Lang::Zh => ("批准", "拒绝"),
+        _ => ("Approve", "Reject"),
+    }
+}
+
+fn tier_name(t: phoneagent_protocol::RiskTier, lang: Lang) -> &'static str {
     use phoneagent_protocol::RiskTier as R;
+    let zh = lang == Lang::Zh;
     match t {
-        R::None => "no",
-        R::Soft => "soft",
-        R::Reviewer => "reviewer",
-        R::Hard => "hard",
+        R::None => {
+            if zh {
+                "无"
+            } else {
+                "no"
+            }
+        }
+        R::Soft => {
+            if zh {
+                "轻度"
+            } else {
+                "soft"
+            }
+        }
+        R::Reviewer => {
+            if zh {
+                "待审"
+            } else {
+                "reviewer"
+            }
+        }
+        R::Hard => {
+            if zh {
+                "严格"
+            } else {
+                "hard"
+            }
+        }
     }
 }
 
@@ -74,14 +151,21 @@ impl Notifier {
     /// Show a notification for request `id` on a background thread; answers go to `approvals`.
     /// Failures (no notification server) are logged and otherwise ignored: the in-app dialog
     /// is always there.
-    pub fn show(&self, id: String, kind: HumanRequestKind, approvals: PendingApprovals) {
+    pub fn show(
+        &self,
+        id: String,
+        kind: HumanRequestKind,
+        approvals: PendingApprovals,
+        lang: Lang,
+    ) {
         let shown = self.shown.clone();
         let spawned = std::thread::Builder::new().name("approval-notification".into()).spawn(move || {
-            let (summary, body) = notification_text(&kind);
+            let (summary, body) = notification_text(&kind, lang);
             let mut n = notify_rust::Notification::new();
             n.appname("PhoneAgent").summary(&summary).body(&body).timeout(notify_rust::Timeout::Never);
             if matches!(kind, HumanRequestKind::Approval { .. }) {
-                n.action("approve", "Approve").action("reject", "Reject");
+                let (approve, reject) = action_labels(lang);
+                n.action("approve", approve).action("reject", reject);
             }
             let handle = match n.show() {
                 Ok(h) => h,
@@ -116,7 +200,7 @@ impl Notifier {
     }
 
     /// Close the notification of request `id`, if one is shown (the request was resolved).
-    pub fn withdraw(&self, id: &str) {
+    pub fn withdraw(&self, id: &str, lang: Lang) {
         let nid = self
             .shown
             .lock()
@@ -128,9 +212,8 @@ impl Notifier {
                 .spawn(move || {
                     // Closing by id: replace the notification (same id) and close the replacement.
                     let mut n = notify_rust::Notification::new();
-                    n.appname("PhoneAgent")
-                        .summary("PhoneAgent: request answered")
-                        .id(nid);
+                    let (summary, body) = answered_text(lang);
+                    n.appname("PhoneAgent").summary(summary).body(body).id(nid);
                     match n.show() {
                         Ok(h) => h.close(),
                         Err(e) => tracing::debug!(error = %e, "could not withdraw notification"),
@@ -160,15 +243,34 @@ mod tests {
 
     #[test]
     fn approval_text_names_tool_and_target() {
-        let (s, b) = notification_text(&HumanRequestKind::Approval {
+        let kind = HumanRequestKind::Approval {
             tool: "tap".into(),
             target: "提交订单".into(),
             tier: phoneagent_protocol::RiskTier::Hard,
             reasons: vec![],
             screen: None,
             model_reason: None,
-        });
+        };
+        let (s, b) = notification_text(&kind, Lang::En);
         assert!(s.contains("approval"));
         assert!(b.contains("tap") && b.contains("提交订单") && b.contains("hard"));
+        // In Chinese, nothing English is left but the tool's name.
+        let (s, b) = notification_text(&kind, Lang::Zh);
+        assert!(
+            s.contains("批准") && b.contains("提交订单") && b.contains("严格"),
+            "{s} / {b}"
+        );
+        let english = |t: &str| {
+            t.replace("PhoneAgent", "")
+                .replace("tap", "")
+                .chars()
+                .any(|c| c.is_ascii_alphabetic())
+        };
+        assert!(!english(&s) && !english(&b), "{s} / {b}");
+        // The replacement after an answer has a body (it was empty), in both languages.
+        for lang in [Lang::En, Lang::Zh] {
+            let (s, b) = answered_text(lang);
+            assert!(!s.is_empty() && !b.is_empty());
+        }
     }
 }

@@ -1055,6 +1055,13 @@ impl AppState {
         Ok(())
     }
 
+    /// The app's language (Settings), for text the backend shows itself (notifications).
+    fn lang(&self) -> Lang {
+        AppSettings::load(&self.store)
+            .map(|s| settings_lang(&s))
+            .unwrap_or(Lang::En)
+    }
+
     fn on_event(&self, env: &EventEnvelope, notifications: bool) {
         match &env.event {
             AgentEvent::RunStarted { .. } => {
@@ -1067,10 +1074,16 @@ impl AppState {
                 request,
                 ..
             } if notifications => {
-                self.notifier
-                    .show(request_id.clone(), request.clone(), self.approvals.clone());
+                self.notifier.show(
+                    request_id.clone(),
+                    request.clone(),
+                    self.approvals.clone(),
+                    self.lang(),
+                );
             }
-            AgentEvent::HumanResolved { request_id, .. } => self.notifier.withdraw(request_id),
+            AgentEvent::HumanResolved { request_id, .. } => {
+                self.notifier.withdraw(request_id, self.lang());
+            }
             _ => {}
         }
     }
