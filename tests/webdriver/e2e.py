@@ -559,12 +559,21 @@ def main():
     def pause_and_resume():
         reset(sim_port, "home")
         model.script([
-            {"content": 'do(action="Wait", duration="1 seconds", reason="let the screen settle")'},
+            {"content": 'do(action="Wait", duration="3 seconds", reason="let the screen settle")'},
             {"content": 'do(action="Tap", element={{center:商城}}, target_description="商城")'},
             {"content": 'finish(message="The shop is open")'},
             {"content": 'finish(message="The shop is open", confirm=True)'},
         ])
         start_task(s, "Open the shop", "wary")
+        # Issue #12 item 5: while the run drives the phone, a click on the mirror asks first and
+        # sends nothing.
+        touches = len(truth(sim_port)["touches"])
+        r = s.rect("#mirror-img")
+        s.click_at(r["x"] + r["width"] / 2, r["y"] + r["height"] * 0.9)
+        s.wait_for("#mirror-ask-pause", 10)
+        s.click("#mirror-ask-cancel")
+        s.wait_gone("#mirror-ask-pause", 10)
+        assert len(truth(sim_port)["touches"]) == touches, "a click on the mirror reached the phone during a run"
         s.click("#pause-run")
         s.wait_until("the run is paused", lambda: "paused" in (s.text("#run-status") or ""), 20)
         touches = len(truth(sim_port)["touches"])
