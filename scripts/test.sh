@@ -5,6 +5,7 @@
 #
 #   scripts/test.sh              # everything
 #   SKIP_WEBDRIVER=1 scripts/test.sh
+#   SKIP_PACKAGE=1 scripts/test.sh   # without the release .deb build and its install test
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -40,6 +41,14 @@ if git rev-parse --git-dir >/dev/null 2>&1 \
   exit 1
 fi
 
-[ "${SKIP_WEBDRIVER:-0}" = "1" ] && { echo "SKIP_WEBDRIVER=1: skipping the WebDriver tests"; exit 0; }
-step "desktop app: WebDriver end-to-end tests"
-bash scripts/webdriver.sh
+if [ "${SKIP_WEBDRIVER:-0}" = "1" ]; then
+  echo "SKIP_WEBDRIVER=1: skipping the WebDriver tests"
+else
+  step "desktop app: WebDriver end-to-end tests"
+  bash scripts/webdriver.sh
+fi
+
+[ "${SKIP_PACKAGE:-0}" = "1" ] && { echo "SKIP_PACKAGE=1: skipping the .deb build and install test"; exit 0; }
+step "desktop app: build the .deb (release) and install and start it"
+bash scripts/package.sh
+bash scripts/test-package.sh
