@@ -179,17 +179,23 @@ impl Approver for TerminalApprover {
             r = read => r.ok().and_then(|r| r.ok()).unwrap_or_default(),
             _ = cancel.cancelled() => return HumanResponse::Reject { note: Some("run cancelled".into()) },
         };
-        match kind {
-            HumanRequestKind::Approval { .. } => map_free_text(&line),
-            HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
-                text: line.trim().to_string(),
-            },
-            HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
-                "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
-                "done" | "d" | "完成" => HumanResponse::Approve,
-                _ => HumanResponse::Reject { note: None },
-            },
-        }
+        map_answer(&kind, &line)
+    }
+}
+
+/// How a line the person typed answers a request of `kind` (SPEC S8): free-text mapping for an
+/// approval, the verbatim line for a question, `back` / `done` / anything else for a take-over.
+pub fn map_answer(kind: &HumanRequestKind, line: &str) -> HumanResponse {
+    match kind {
+        HumanRequestKind::Approval { .. } => map_free_text(line),
+        HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
+            text: line.trim().to_string(),
+        },
+        HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
+            "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
+            "done" | "d" | "完成" => HumanResponse::Approve,
+            _ => HumanResponse::Reject { note: None },
+        },
     }
 }
 
