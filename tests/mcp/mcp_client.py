@@ -35,6 +35,11 @@ EXPECTED_TOOLS = {
 }
 
 
+def attr(obj, snake, camel):
+    """A field of an SDK object: snake_case in mcp 2.x, camelCase in 1.x."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
 def fail(msg):
     print(f"mcp_client: {msg}", file=sys.stderr)
     sys.exit(1)
@@ -50,8 +55,9 @@ def body(result):
 
 async def call(session, name, args=None, error=False):
     r = await session.call_tool(name, args or {})
-    if bool(r.isError) != error:
-        fail(f"{name}({args}) isError={r.isError}, expected {error}: {r.content}")
+    is_error = bool(attr(r, "is_error", "isError"))
+    if is_error != error:
+        fail(f"{name}({args}) is_error={is_error}, expected {error}: {r.content}")
     return r
 
 
@@ -78,7 +84,7 @@ async def main():
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            out["server"] = init.serverInfo.name
+            out["server"] = attr(init, "server_info", "serverInfo").name
             if phase == "tools":
                 tools = {t.name for t in (await session.list_tools()).tools}
                 if tools != EXPECTED_TOOLS:
@@ -87,7 +93,7 @@ async def main():
                 out["serials"] = [d["serial"] for d in devices["devices"]]
                 shot = await call(session, "screenshot", {})
                 images = [c for c in shot.content if c.type == "image"]
-                if len(images) != 1 or images[0].mimeType != "image/png":
+                if len(images) != 1 or attr(images[0], "mime_type", "mimeType") != "image/png":
                     fail(f"screenshot content {shot.content}")
                 import base64
 
