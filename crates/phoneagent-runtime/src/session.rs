@@ -344,27 +344,23 @@ impl Session {
     /// The outcome of run `run_id` once it has ended (at once when it is the last one that
     /// ended); `None` when the session is no longer running it and it is not the last one.
     pub async fn wait(&self, run_id: &str) -> Option<RunOutcome> {
+        // Subscribed before looking: an end announced after the look wakes `changed`. The run
+        // task clears the active run and announces its outcome under the same lock, so one look
+        // sees either the run still active or its outcome.
         let mut rx = self.inner.ended.subscribe();
         loop {
-            if let Some(o) = rx
-                .borrow_and_update()
-                .as_ref()
-                .filter(|o| o.run_id == run_id)
             {
-                return Some(o.clone());
-            }
-            let still_running = lock(&self.inner.active)
-                .as_ref()
-                .is_some_and(|a| a.run_id == run_id);
-            if !still_running {
-                // Ended between the two looks, or never ran here.
-                return self
-                    .inner
-                    .ended
-                    .borrow()
+                let active = lock(&self.inner.active);
+                if let Some(o) = rx
+                    .borrow_and_update()
                     .as_ref()
                     .filter(|o| o.run_id == run_id)
-                    .cloned();
+                {
+                    return Some(o.clone());
+                }
+                if !active.as_ref().is_some_and(|a| a.run_id == run_id) {
+                    return None;
+                }
             }
             if rx.changed().await.is_err() {
                 return None;
@@ -572,9 +568,11 @@ impl Session {
                 duration_ms: 0,
             });
             drop(steps);
-            // Free the phone first, then tell the waiters: a waiter may start the next task.
-            lock(&inner.active).take();
             drop(agent);
+            // Free the phone and announce the end in one step: a waiter woken by the outcome may
+            // start the next task at once, and `wait` never sees neither.
+            let mut active = lock(&inner.active);
+            active.take();
             inner.ended.send_replace(Some(outcome));
         });
         Ok(Ack::Started { run_id })
@@ -599,19 +597,25 @@ impl Approver for SessionApprover {
             return self.pending.ask(request, cancel).await;
         };
         let asked = cancel.child_token();
-        let (req, registry, token) = (request.clone(), self.pending.clone(), asked.clone());
-        let person_task = tokio::spawn(async move {
-            let answer = person.ask(&req, &token).await;
-            if !token.is_cancelled() {
-                if let Err(e) = registry.answer(&req.id, answer) {
-                    tracing::warn!(request = %req.id, error = %e, "the person's answer was refused");
+        let person_answers = async {
+            let answer = person.ask(request, &asked).await;
+            if !asked.is_cancelled() {
+                if let Err(e) = self.pending.answer(&request.id, answer) {
+                    tracing::warn!(request = %request.id, error = %e, "the person's answer was refused");
                 }
             }
-        });
-        let out = self.pending.ask(request, cancel).await;
+            // The registry's wait below ends the select.
+            std::future::pending::<()>().await
+        };
+        // `biased`: the registry's wait is polled first, so it holds the request's receiver
+        // before the person (a policy answers at once) can answer it.
+        let out = tokio::select! {
+            biased;
+            out = self.pending.ask(request, cancel) => out,
+            () = person_answers => HumanResponse::Reject { note: Some("no answer".into()) },
+        };
         // Answered elsewhere (or withdrawn): the person's prompt is no longer needed.
         asked.cancel();
-        person_task.abort();
         out
     }
 }

@@ -11,7 +11,8 @@ use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{AccessMode, AgentEvent, Op, RunStatus, TaskOptions};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
-    Ack, AgentConfig, Delegation, Session, SessionError, SessionParts, Submitter,
+    Ack, AgentConfig, Approver, Delegation, PolicyApprover, Session, SessionError, SessionParts,
+    Submitter,
 };
 use phoneagent_sim::{SimConfig, SimServer};
 use phoneagent_store::Store;
@@ -59,6 +60,7 @@ async fn phone(
     script: &str,
     store: &Store,
     delegation: Delegation,
+    person: Option<Arc<dyn Approver>>,
 ) -> Phone {
     let model = ScriptedModel::start(ScriptedModelConfig {
         script: Script::parse_jsonl(script).unwrap(),
@@ -88,7 +90,7 @@ async fn phone(
             recorder: Arc::new(StoreRecorder::new(store.clone())),
             calibration_cache: None,
             screen_reader: Some(screen_reader()),
-            person: None,
+            person,
         },
         AgentConfig {
             max_steps: 20,
@@ -105,6 +107,15 @@ async fn phone(
 }
 
 async fn one_phone(scenario: &str, script: &str, delegation: Delegation) -> (SimServer, Phone) {
+    one_phone_with(scenario, script, delegation, None).await
+}
+
+async fn one_phone_with(
+    scenario: &str,
+    script: &str,
+    delegation: Delegation,
+    person: Option<Arc<dyn Approver>>,
+) -> (SimServer, Phone) {
     let _ = screen_reader();
     let sim = SimServer::start(SimConfig::default(), 0).await.unwrap();
     let serial = sim.serials().into_iter().next().unwrap();
@@ -117,6 +128,7 @@ async fn one_phone(scenario: &str, script: &str, delegation: Delegation) -> (Sim
         script,
         &Store::open_in_memory().unwrap(),
         delegation,
+        person,
     )
     .await;
     (sim, p)
@@ -278,6 +290,33 @@ async fn hard_mode_answers_are_validated_and_only_the_person_approves() {
 }
 
 #[tokio::test]
+async fn the_persons_standing_answer_goes_through_the_registry_at_once() {
+    // A policy answers the moment it is asked: its answer must reach the waiting run at once
+    // (not after the request's 15-minute expiry), validated like any other.
+    let person: Arc<dyn Approver> = Arc::new(PolicyApprover { approve: true });
+    let (sim, p) = one_phone_with("checkout", SUBMIT, Delegation::default(), Some(person)).await;
+    let t0 = std::time::Instant::now();
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        p.session.run(
+            "Buy the first product in the shop",
+            AccessMode::Hard,
+            TaskOptions::default(),
+        ),
+    )
+    .await
+    .expect("the approved run ended within a minute")
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert_eq!(
+        sim.phone(&p.serial).unwrap().ground_truth().orders_placed,
+        1
+    );
+    assert!(p.session.pending().is_empty());
+}
+
+#[tokio::test]
 async fn cancel_while_an_approval_waits_ends_the_run_with_no_order() {
     let (sim, p) = one_phone("checkout", SUBMIT, Delegation::default()).await;
     let s = &p.session;
@@ -357,8 +396,24 @@ async fn two_sessions_on_two_phones_share_one_store_without_stepping_on_each_oth
     let serials = sim.serials();
     sim.phone(&serials[1]).unwrap().reset("checkout").unwrap();
     let store = Store::open_in_memory().unwrap();
-    let a = phone(&sim, &serials[0], TO_CART, &store, Delegation::default()).await;
-    let b = phone(&sim, &serials[1], SUBMIT, &store, Delegation::default()).await;
+    let a = phone(
+        &sim,
+        &serials[0],
+        TO_CART,
+        &store,
+        Delegation::default(),
+        None,
+    )
+    .await;
+    let b = phone(
+        &sim,
+        &serials[1],
+        SUBMIT,
+        &store,
+        Delegation::default(),
+        None,
+    )
+    .await;
     let Ack::Started { run_id: ra } = a
         .session
         .submit(start("Put the first product in the cart", AccessMode::Wary))
