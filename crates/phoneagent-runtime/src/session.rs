@@ -358,7 +358,7 @@ impl Session {
                 {
                     return Some(o.clone());
                 }
-                if !active.as_ref().is_some_and(|a| a.run_id == run_id) {
+                if active.as_ref().is_none_or(|a| a.run_id != run_id) {
                     return None;
                 }
             }
@@ -599,10 +599,10 @@ impl Approver for SessionApprover {
         let asked = cancel.child_token();
         let person_answers = async {
             let answer = person.ask(request, &asked).await;
-            if !asked.is_cancelled() {
-                if let Err(e) = self.pending.answer(&request.id, answer) {
-                    tracing::warn!(request = %request.id, error = %e, "the person's answer was refused");
-                }
+            if !asked.is_cancelled()
+                && let Err(e) = self.pending.answer(&request.id, answer)
+            {
+                tracing::warn!(request = %request.id, error = %e, "the person's answer was refused");
             }
             // The registry's wait below ends the select.
             std::future::pending::<()>().await

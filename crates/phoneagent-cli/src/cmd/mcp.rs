@@ -542,14 +542,13 @@ impl PhoneAgentMcp {
     ) -> anyhow::Result<(String, Arc<dyn Device>, Session)> {
         let want = serial.or(self.state.args.serial.as_deref());
         let mut phones = self.state.phones.lock().await;
-        if let Some(s) = want {
-            if let Some(p) = phones.get(s) {
-                return Ok((s.to_string(), p.device.clone(), p.session.clone()));
-            }
-        } else if phones.len() == 1 {
-            if let Some((s, p)) = phones.iter().next() {
-                return Ok((s.clone(), p.device.clone(), p.session.clone()));
-            }
+        let known = match want {
+            Some(s) => phones.get_key_value(s),
+            None if phones.len() == 1 => phones.iter().next(),
+            None => None,
+        };
+        if let Some((s, p)) = known {
+            return Ok((s.clone(), p.device.clone(), p.session.clone()));
         }
         let dev = AdbDevice::connect(
             &self.state.plan,
