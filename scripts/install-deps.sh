@@ -13,7 +13,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config curl file libssl-dev \
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev \
-  xvfb xauth python3 dbus dbus-x11 webkit2gtk-driver dunst imagemagick \
+  xvfb xauth python3 python3-pip dbus dbus-x11 webkit2gtk-driver dunst imagemagick \
   gnome-keyring libsecret-tools libdbus-1-dev keyutils xdotool \
   fonts-wqy-microhei fonts-dejavu-core \
   tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra tesseract-ocr-eng \
@@ -23,6 +23,16 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # H.264 encoder/decoder of the live screen stream (SPEC D8, V7): ~5x faster than plain C.
 $SUDO apt-get install -y -qq --no-install-recommends nasm >/dev/null
 echo "system packages installed"
+
+# The MCP client test (crates/phoneagent-cli/tests/mcp_e2e.rs, SPEC C4) drives `phoneagent mcp`
+# with the official Python MCP SDK from PyPI. Installed for the user only when missing (quick
+# when present); python3 comes from apt above unless one is already on PATH.
+if ! python3 -c 'import mcp.client.stdio' >/dev/null 2>&1; then
+  echo "installing the Python MCP SDK (pip install mcp) for the MCP client test…"
+  python3 -m pip install --quiet --disable-pip-version-check 'mcp>=1.2' \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'mcp>=1.2' \
+    || { echo "could not pip install mcp: the MCP client test will fail under scripts/test.sh" >&2; exit 1; }
+fi
 
 # Toolchains are not apt packages here: say what is missing instead of failing later.
 if ! command -v cargo >/dev/null 2>&1; then

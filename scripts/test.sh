@@ -32,7 +32,9 @@ fi
 
 # ts-rs writes to ui/src/lib/bindings (TS_RS_EXPORT_DIR in .cargo/config.toml).
 step "cargo nextest (the whole workspace; regenerates ui/src/lib/bindings and the event fixture)"
-PHONEAGENT_WRITE_FIXTURES=1 \
+# PHONEAGENT_REQUIRE_MCP_CLIENT: the MCP client test fails (instead of skipping) without the
+# Python `mcp` SDK (scripts/install-deps.sh installs it).
+PHONEAGENT_WRITE_FIXTURES=1 PHONEAGENT_REQUIRE_MCP_CLIENT=1 \
   cargo nextest run --workspace --locked --no-fail-fast
 if git rev-parse --git-dir >/dev/null 2>&1 \
   && [ -n "$(git status --porcelain -- ui/src/lib/bindings ui/src/lib/fixtures)" ]; then

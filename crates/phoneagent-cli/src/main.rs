@@ -32,6 +32,9 @@ enum Command {
     Export(cmd::run::ExportArgs),
     /// Print the approve-for-me ledger of a run (every approval request with its verdict).
     Approvals(cmd::approvals::ApprovalsArgs),
+    /// Serve the Model Context Protocol on stdio: other agents use the phone through the safety
+    /// gate (approvals of irreversible actions stay with you).
+    Mcp(cmd::mcp::McpArgs),
     /// Run a sample task end to end on the virtual phone with the scripted model (no phone, no API key).
     Demo(cmd::demo::DemoArgs),
     /// The virtual phone: serve it over the ADB protocol, read its ground truth.
@@ -71,6 +74,7 @@ fn main() -> std::process::ExitCode {
             Command::Export(a) => cmd::run::export(&cli.global, a).await,
             Command::Approvals(a) => cmd::approvals::approvals(&cli.global, a).await,
             Command::Demo(a) => cmd::demo::demo(&cli.global, a).await,
+            Command::Mcp(a) => cmd::mcp::mcp(&cli.global, a).await,
             Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
             Command::Models(c) => cmd::models::run(&cli.global, c).await,
             Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,

@@ -202,6 +202,7 @@ impl HumanRequestKind {
 /// How a human request was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum HumanResponse {
     /// Approve (approval) / accept (take_over: the human finished the job; terminal).
     Approve,

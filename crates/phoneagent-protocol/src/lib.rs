@@ -19,6 +19,7 @@
 //! * [`parse_error`]: [`ParseError`] — why an answer was rejected, with a stable kind and position.
 //! * [`family`]: model families as adapters ([`ModelFamily`], [`FamilyAdapter`]: trained prompt,
 //!   grammar, coordinate convention with Qwen's smart-resize, history and receipts; SPEC M7).
+//! * [`op`]: the commands a front end submits to a runtime session ([`Op`], SPEC A7).
 //! * [`options`]: per-run bounds and capabilities of both front ends ([`ParseOptions`]).
 //!
 //! Dependencies point one way: this crate depends on no other PhoneAgent crate.
@@ -30,6 +31,7 @@ pub mod error;
 pub mod event;
 pub mod family;
 pub mod geometry;
+pub mod op;
 pub mod options;
 pub mod parse_error;
 pub mod prompt;
@@ -55,6 +57,7 @@ pub use family::{
 pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };
+pub use op::{Op, TaskOptions};
 pub use options::{ParseOptions, ToolOptions};
 pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
 pub use prompt::do_grammar_prompt;

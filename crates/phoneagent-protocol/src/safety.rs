@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// How executing tool calls are gated (SPEC S1). `ask_user`/`take_over` interrupt in every mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum AccessMode {
     /// No gating of executing tools.
     Off,

@@ -184,6 +184,18 @@ impl Agent {
         }
     }
 
+    /// Broadcast this agent's events on `tx` instead of the agent's own channel: a
+    /// [`crate::Session`] keeps one stream across the agents of its runs. Call before a run
+    /// starts (like the other `with_*` setters); a run already holding the agent keeps the old
+    /// channel.
+    pub fn with_event_sender(mut self, tx: broadcast::Sender<EventEnvelope>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.tx = tx,
+            None => tracing::warn!("event sender not set: a run holds the agent"),
+        }
+        self
+    }
+
     /// Subscribe to the live event stream (every event of every run, in order).
     pub fn subscribe(&self) -> broadcast::Receiver<EventEnvelope> {
         self.shared.tx.subscribe()

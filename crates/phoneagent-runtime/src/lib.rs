@@ -9,6 +9,8 @@
 //! * `agent` — the loop, `AgentState`, freshness, dispatch, verification, recovery, finish;
 //!   `run` and the step API (`start_steps` → `StepSession`).
 //! * `control` — the pause/resume switch (`PauseHandle`).
+//! * `session` — one phone's `Session` (SPEC A7): `Op`s in, events out; owns the run task,
+//!   busy state, pending requests, pause and auto-review, and limits what a delegate may do.
 //! * `memory` — task memory and the pure-vision sanitizers (P1, R6).
 //! * `prompt` — the actor's system prompt and history messages (the only place they are built).
 //! * `adapters` — the seams to the protocol parser, the coordinate mapper, the image sizing
@@ -42,6 +44,7 @@ pub mod memory;
 pub mod pixels;
 pub mod prompt;
 pub mod secrets;
+pub mod session;
 pub mod store_recorder;
 
 pub use agent::{Agent, AgentParts, AgentState, ModelRoute, RunOutcome, StepOutcome, StepSession};
@@ -52,6 +55,7 @@ pub use config::{
 pub use control::PauseHandle;
 pub use events::{EventBus, NullRecorder, RunMeta, RunRecorder};
 pub use phoneagent_llm::config::ActionProtocol;
+pub use session::{Ack, Delegation, Session, SessionError, SessionParts, SessionStatus, Submitter};
 
 /// The `tracing` target of the per-phase cost spans (see the crate docs).
 pub const PHASE_TARGET: &str = "phoneagent::phase";

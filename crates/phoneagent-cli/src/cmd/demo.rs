@@ -11,13 +11,14 @@ use anyhow::Context;
 use phoneagent_device::{AdbDevice, AdbServer, AdbServerAddr, Device};
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_runtime::store_recorder::StoreRecorder;
-use phoneagent_runtime::{Agent, AgentConfig, AgentParts, ModelRoute, PolicyApprover};
+use phoneagent_runtime::{
+    AgentConfig, Delegation, ModelRoute, PolicyApprover, Session, SessionParts,
+};
 use phoneagent_sim::{SimConfig, SimServer};
 use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
-use tokio_util::sync::CancellationToken;
 
 use super::Global;
-use super::run::{cancel_on_ctrl_c, exit_code, open_store, spawn_printer, write_export};
+use super::run::{exit_code, open_store, run_task, spawn_printer, write_export};
 
 use phoneagent_testkit::demo::SCENARIOS;
 
@@ -112,6 +113,13 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         .into_iter()
         .next()
         .context("the virtual phone has no device")?;
+    // The scenario's first screen (the app does the same, issue #13).
+    if scenario.start_screen != "home" {
+        sim.phone(&serial)
+            .context("the virtual phone has no device")?
+            .reset(scenario.start_screen)
+            .context("cannot put the virtual phone on the scenario's first screen")?;
+    }
     let script = Script::parse_jsonl(scenario.script).context("the demo script is invalid")?;
     let model = ScriptedModel::start(ScriptedModelConfig {
         script,
@@ -143,15 +151,25 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         )
     };
     let store = open_store()?;
-    let agent = Agent::new(
-        AgentParts {
+    let auto_review = if scenario.mode == AccessMode::ApproveForMe {
+        super::approvals::load_policy(a.approval_policy.as_deref())?
+    } else {
+        Default::default()
+    };
+    // The demo runs through the same session as `phoneagent run` (SPEC A7); nobody is asked
+    // (the scripted model confirms what its scenario needs), so every approval is rejected.
+    let session = Session::new(
+        SessionParts {
             device,
             actor: route("actor")?,
             verifier: Some(route("verifier")?),
             safety_reviewer: None,
-            approver: Arc::new(PolicyApprover { approve: false }),
+            auto_reviewer: Some(route("auto-reviewer")?),
+            auto_review,
             recorder: Arc::new(StoreRecorder::new(store.clone())),
             calibration_cache: None,
+            screen_reader: super::run::screen_reader(false),
+            person: Some(Arc::new(PolicyApprover { approve: false })),
         },
         AgentConfig {
             mode: scenario.mode,
@@ -159,22 +177,12 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
             demo: true,
             ..AgentConfig::default()
         },
+        Delegation::default(),
     );
-    let agent = if scenario.mode == AccessMode::ApproveForMe {
-        let policy = super::approvals::load_policy(a.approval_policy.as_deref())?;
-        agent.with_approve_for_me(policy, Some(route("auto-reviewer")?))?
-    } else {
-        agent
-    };
-    let agent = agent.with_screen_reader(super::run::screen_reader(false));
-    let printer = spawn_printer(&agent, a.json);
-    let cancel = CancellationToken::new();
-    let listener = cancel_on_ctrl_c(cancel.clone());
-    let outcome = agent.run(scenario.task, cancel).await;
-    listener.abort();
-    let outcome = outcome?;
+    let printer = spawn_printer(session.subscribe(), a.json);
+    let outcome = run_task(&session, scenario.task, scenario.mode).await?;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    drop(agent);
+    drop(session);
     let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
 
     let truth = sim.phone(&serial).map(|p| p.ground_truth());

@@ -5,6 +5,7 @@ pub mod out;
 pub mod approvals;
 pub mod demo;
 pub mod device;
+pub mod mcp;
 pub mod models;
 pub mod protocol;
 pub mod run;

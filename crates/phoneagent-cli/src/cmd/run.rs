@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Context;
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, ConnectPlan, Device};
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
-use phoneagent_protocol::{AccessMode, CoordinateSpace, EventEnvelope, RunStatus};
+use phoneagent_protocol::{AccessMode, CoordinateSpace, EventEnvelope, Op, RunStatus, TaskOptions};
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
-    Agent, AgentConfig, AgentParts, Approver, FinishVerifyMode, HumanRequest, PolicyApprover,
-    RunOutcome, map_free_text,
+    AgentConfig, Approver, Delegation, FinishVerifyMode, HumanRequest, PolicyApprover, RunOutcome,
+    Session, SessionError, SessionParts, map_free_text,
 };
 use phoneagent_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -179,17 +179,23 @@ impl Approver for TerminalApprover {
             r = read => r.ok().and_then(|r| r.ok()).unwrap_or_default(),
             _ = cancel.cancelled() => return HumanResponse::Reject { note: Some("run cancelled".into()) },
         };
-        match kind {
-            HumanRequestKind::Approval { .. } => map_free_text(&line),
-            HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
-                text: line.trim().to_string(),
-            },
-            HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
-                "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
-                "done" | "d" | "完成" => HumanResponse::Approve,
-                _ => HumanResponse::Reject { note: None },
-            },
-        }
+        map_answer(&kind, &line)
+    }
+}
+
+/// How a line the person typed answers a request of `kind` (SPEC S8): free-text mapping for an
+/// approval, the verbatim line for a question, `back` / `done` / anything else for a take-over.
+pub fn map_answer(kind: &HumanRequestKind, line: &str) -> HumanResponse {
+    match kind {
+        HumanRequestKind::Approval { .. } => map_free_text(line),
+        HumanRequestKind::AskUser { .. } => HumanResponse::Answer {
+            text: line.trim().to_string(),
+        },
+        HumanRequestKind::TakeOver { .. } => match line.trim().to_lowercase().as_str() {
+            "back" | "b" | "hand back" | "交还" => HumanResponse::HandBack,
+            "done" | "d" | "完成" => HumanResponse::Approve,
+            _ => HumanResponse::Reject { note: None },
+        },
     }
 }
 
@@ -255,9 +261,11 @@ pub fn approval_prompt(request: &HumanRequest) -> String {
     }
 }
 
-/// Print events as they come: the timeline, or JSON lines.
-pub fn spawn_printer(agent: &Agent, json: bool) -> tokio::task::JoinHandle<()> {
-    let mut rx = agent.subscribe();
+/// Print `rx`'s events as they come (a session's stream): the timeline, or JSON lines.
+pub fn spawn_printer(
+    mut rx: tokio::sync::broadcast::Receiver<EventEnvelope>,
+    json: bool,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
@@ -281,26 +289,46 @@ fn print_event(env: &EventEnvelope, json: bool) {
     }
 }
 
-/// Cancel `token` on Ctrl-C, SIGTERM or SIGHUP (a second one exits at once), or when stdout's
-/// reader went away (`phoneagent run … | head`): the run then ends the normal way, keyboard
-/// restored (SPEC D4). Abort the returned handle when the run is over, so a later Ctrl-C is
-/// not taken by a listener of a finished run.
-pub fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
+/// Cancel `session`'s run on Ctrl-C, SIGTERM or SIGHUP (a second one exits at once), or when
+/// stdout's reader went away (`phoneagent run … | head`): the run then ends the normal way,
+/// keyboard restored (SPEC D4). Abort the returned handle when the run is over, so a later
+/// Ctrl-C is not taken by a listener of a finished run.
+pub fn cancel_on_ctrl_c(session: Session) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        // No run going (it ended as the signal came) is nothing to cancel.
+        let cancel = || {
+            let _ = session.submit(Op::Cancel);
+        };
         tokio::select! {
             sig = super::out::stop_signal() => {
                 // Cancel first: stderr may be a closed pipe too (`2>&1 | head`).
-                token.cancel();
+                cancel();
                 super::out::note(&format!("\n{sig}: cancelling… (Ctrl-C again to quit at once)"));
                 super::out::stop_signal().await;
                 std::process::exit(130);
             }
             () = super::out::gone().cancelled() => {
-                token.cancel();
+                cancel();
                 super::out::note("stdout was closed: cancelling the run");
             }
         }
     })
+}
+
+/// Run `task` in `mode` on `session` to its end, cancelled by Ctrl-C (see
+/// [`cancel_on_ctrl_c`]).
+///
+/// # Errors
+/// The session refused the start (task too long, store error).
+pub async fn run_task(
+    session: &Session,
+    task: &str,
+    mode: AccessMode,
+) -> Result<RunOutcome, phoneagent_runtime::SessionError> {
+    let listener = cancel_on_ctrl_c(session.clone());
+    let outcome = session.run(task, mode, TaskOptions::default()).await;
+    listener.abort();
+    outcome
 }
 
 /// Exit code for a run outcome: 0 succeeded, 1 otherwise.
@@ -326,7 +354,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     }
     let store = open_store()?;
     let interactive_terminal = std::io::stdin().is_terminal();
-    let approver: Arc<dyn Approver> = match (interactive_terminal, a.on_approval) {
+    let person: Arc<dyn Approver> = match (interactive_terminal, a.on_approval) {
         (true, None) => Arc::new(TerminalApprover),
         (_, Some(OnApproval::Approve)) => Arc::new(PolicyApprover { approve: true }),
         (_, Some(OnApproval::Reject)) => Arc::new(PolicyApprover { approve: false }),
@@ -347,39 +375,37 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         device_wait: Duration::from_secs(a.device_wait),
         ..AgentConfig::default()
     };
-    let agent = Agent::new(
-        AgentParts {
-            device,
-            actor: routes.actor,
-            verifier: routes.verifier,
-            safety_reviewer: routes.safety_reviewer,
-            approver,
-            recorder: Arc::new(StoreRecorder::new(store)),
-            calibration_cache: None,
-        },
-        config,
-    );
-    let agent = if a.mode == AccessMode::ApproveForMe {
-        let policy = super::approvals::load_policy(a.approval_policy.as_deref())?;
+    let auto_review = if a.mode == AccessMode::ApproveForMe {
         if routes.auto_reviewer.is_none() {
             eprintln!(
                 "note: approve-for-me has no auto_reviewer model: every request it would review goes to you (set roles.auto_reviewer in models.json or PHONE_AGENT_AUTO_REVIEWER_MODEL)"
             );
         }
-        agent.with_approve_for_me(policy, routes.auto_reviewer)?
+        super::approvals::load_policy(a.approval_policy.as_deref())?
     } else {
-        agent
+        Default::default()
     };
-    let agent = agent.with_screen_reader(screen_reader(a.no_screen_reading));
-    let printer = spawn_printer(&agent, a.json);
+    let session = Session::new(
+        SessionParts {
+            device,
+            actor: routes.actor,
+            verifier: routes.verifier,
+            safety_reviewer: routes.safety_reviewer,
+            auto_reviewer: routes.auto_reviewer,
+            auto_review,
+            recorder: Arc::new(StoreRecorder::new(store)),
+            calibration_cache: None,
+            screen_reader: screen_reader(a.no_screen_reading),
+            person: Some(person),
+        },
+        config,
+        Delegation::default(),
+    );
+    let printer = spawn_printer(session.subscribe(), a.json);
     let mut last = 0;
     match a.task {
         Some(task) => {
-            let cancel = CancellationToken::new();
-            let listener = cancel_on_ctrl_c(cancel.clone());
-            let outcome = agent.run(&task, cancel).await;
-            listener.abort();
-            last = exit_code(&outcome?);
+            last = exit_code(&run_task(&session, &task, a.mode).await?);
         }
         None => {
             eprintln!(
@@ -416,13 +442,13 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
                     }
                     _ => {}
                 }
-                let cancel = CancellationToken::new();
-                let listener = cancel_on_ctrl_c(cancel.clone());
-                let outcome = agent.run(&task, cancel).await;
-                listener.abort();
-                last = match outcome {
+                last = match run_task(&session, &task, a.mode).await {
                     // Too long a task ends only this task, not the session.
-                    Err(e @ phoneagent_runtime::RuntimeError::TaskTooLong { .. }) => {
+                    Err(
+                        e @ SessionError::Start(phoneagent_runtime::RuntimeError::TaskTooLong {
+                            ..
+                        }),
+                    ) => {
                         super::out::note(&format!("error: {e}"));
                         1
                     }
@@ -433,7 +459,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
     }
     // Let the printer drain the last events.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    drop(agent);
+    drop(session);
     let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
     Ok(last)
 }

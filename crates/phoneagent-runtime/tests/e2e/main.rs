@@ -15,5 +15,6 @@ mod loose_ends;
 mod review;
 mod run;
 mod secrets;
+mod session;
 mod steps;
 mod stream;
