@@ -9,6 +9,8 @@
 //!   per run, its `EventEnvelope`s forwarded to the webview as `agent-event`), approvals through
 //!   the runtime's `PendingApprovals` (validated against id, expiry and kind), settings, keys
 //!   (OS keyring only), history and exports.
+//! * [`connection`] — Settings' provider presets and families, the connection test (over
+//!   `phoneagent_llm::connection_test`) and whether the actor can start (first-start setup).
 //! * [`notify`] — native notifications with Approve / Reject actions; first answer wins.
 //! * [`settings`] — [`settings::AppSettings`], persisted in SQLite through the store.
 //! * [`dto`] / [`error`] — the shapes that cross the boundary; TypeScript twins are generated
@@ -23,6 +25,7 @@
 //! `ANDROID_ADB_SERVER_PORT` (the user's adb server), `PHONEAGENT_EXPORT_DIR`.
 
 pub mod commands;
+pub mod connection;
 pub mod dto;
 pub mod error;
 #[doc(hidden)]
@@ -108,6 +111,10 @@ pub fn run() {
             commands::key_status,
             commands::set_api_key,
             commands::delete_api_key,
+            commands::model_catalog,
+            commands::profile_family,
+            commands::test_connection,
+            commands::setup_status,
             commands::list_runs,
             commands::run_events,
             commands::get_screenshot,
