@@ -312,7 +312,9 @@ def main():
         s.type("#key-input-0", SECRET)
         s.click("#key-save-0")
         s.wait_until("key badge says stored", lambda: "keyring" in (s.text("#key-status-0") or "").lower() and "no key" not in (s.text("#key-status-0") or "").lower(), 15)
-        assert s.js("return document.querySelector('#key-input-0').value") == "", "the key field must be cleared"
+        # (The first-start setup stored a key already, so the badge said "stored" before this
+        # save finished: wait for the field to be cleared rather than for the badge.)
+        s.wait_until("the key field is cleared", lambda: s.js("return document.querySelector('#key-input-0').value") == "", 15)
         assert SECRET not in s.js("return document.documentElement.outerHTML"), "the key must not be in the DOM"
         out = subprocess.run(["secret-tool", "search", "--all", "service", "phoneagent"],
                              capture_output=True, text=True, timeout=20)
