@@ -10,13 +10,14 @@ use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant}
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Emitter, State};
 
+use crate::connection;
 use crate::dto::{
-    AnswerInput, AppInfo, CheckView, DemoScenarioView, DevicesView, ExportResult, KeyStatus,
-    LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
-    StartRunRequest, VirtualPhone, event_names,
+    AnswerInput, AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView,
+    ExportResult, FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog, PendingRequest,
+    RunEnded, RunSummary, SelectedDevice, SetupStatus, StartRunRequest, VirtualPhone, event_names,
 };
 use crate::error::AppResult;
-use crate::settings::{AppSettings, ApprovalPolicySettings};
+use crate::settings::{AppSettings, ApprovalPolicySettings, ModelProfile};
 use crate::state::{AppState, UiSink};
 
 type S<'a> = State<'a, Arc<AppState>>;
@@ -247,6 +248,32 @@ pub async fn set_api_key(state: S<'_>, entry: String, key: String) -> AppResult<
 #[tauri::command]
 pub async fn delete_api_key(state: S<'_>, entry: String) -> AppResult<bool> {
     state.delete_api_key(entry).await
+}
+
+/// The provider presets and model families Settings offers (SPEC M7, M8).
+#[tauri::command]
+pub fn model_catalog() -> ModelCatalog {
+    connection::catalog()
+}
+
+/// The family a profile talks in: as set, or detected from its model name (SPEC M7).
+#[tauri::command]
+pub fn profile_family(profile: ModelProfile) -> AppResult<FamilyView> {
+    connection::family_of(&profile)
+}
+
+/// Settings' Test connection of a profile as edited (SPEC M1, M4, M7, M8): the shared
+/// step-by-step connection test on synthetic images, with its key from the keyring.
+#[tauri::command]
+pub async fn test_connection(state: S<'_>, profile: ModelProfile) -> AppResult<ConnectionTestView> {
+    connection::test_connection(state.key_store(), &profile).await
+}
+
+/// Whether profile `profile` (the actor's when empty) can start a task (issue #14 item 3).
+#[tauri::command]
+pub async fn setup_status(state: S<'_>, profile: String) -> AppResult<SetupStatus> {
+    let settings = state.settings()?;
+    Ok(connection::setup_status(state.key_store(), &settings, &profile).await)
 }
 
 /// Past runs (U6).

@@ -342,3 +342,106 @@ pub struct AppInfo {
     /// Directory exports go to.
     pub export_dir: String,
 }
+
+/// A provider preset as Settings' picker shows it (SPEC M8): what choosing it fills into a
+/// profile. From `phoneagent_llm::presets::PRESETS`, never a list kept in TypeScript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ProviderPresetView {
+    /// Stable id (`vllm`, `openrouter`, …).
+    pub id: String,
+    /// Name for people.
+    pub name: String,
+    /// API root including the version path.
+    pub base_url: String,
+    /// Example model ids; the first is filled in.
+    pub models: Vec<String>,
+    /// `auto` or a family name (SPEC M7).
+    pub family: String,
+    /// `do` or `tools`.
+    pub protocol: String,
+    /// Long side of the sent screenshot, px.
+    pub image_max_long_side: u32,
+    /// Side multiple of the sent screenshot, px (0 = none).
+    pub image_multiple_of: u32,
+    /// Keyring entry of its API key; empty for local servers without one.
+    pub key_entry: String,
+    /// One line on how to point PhoneAgent at it.
+    pub hint: String,
+}
+
+/// A model family the profile's family picker offers (SPEC M7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FamilyOption {
+    /// `generic`, `autoglm`, `ui_tars`, `qwen_vl`.
+    pub id: String,
+    /// Which models it covers.
+    pub about: String,
+}
+
+/// The presets and families Settings offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ModelCatalog {
+    /// Every provider preset, in a stable order.
+    pub presets: Vec<ProviderPresetView>,
+    /// Every model family.
+    pub families: Vec<FamilyOption>,
+}
+
+/// The family a profile talks in (SPEC M7), as detected or set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct FamilyView {
+    /// The family in force.
+    pub family: String,
+    /// True when detected from the model name (the profile says `auto`).
+    pub detected: bool,
+    /// Its coordinate convention (`relative_0_999`, `relative_0_1000`, `smart_resize`), or empty
+    /// for `generic` (the profile's coordinate space applies).
+    pub coordinates: String,
+}
+
+/// One step of a connection test (SPEC M1, M4, M7, M8; `phoneagent_llm::connection_test`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ConnectionStepView {
+    /// `reachable`, `key_accepted`, `model_listed`, `vision_answered`, `family_grammar`,
+    /// `coordinate_contract`.
+    pub id: String,
+    /// `ok`, `failed` or `skipped`.
+    pub status: String,
+    /// What happened (English; the UI translates the step title only).
+    pub detail: String,
+    /// What to do, when it failed.
+    pub fix: Option<String>,
+    /// The first 160 characters of what the model answered, inert (no control characters).
+    pub sample: Option<String>,
+}
+
+/// The result of Settings' Test connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ConnectionTestView {
+    /// No step failed.
+    pub ok: bool,
+    /// The family in force and how it was decided.
+    pub family: String,
+    /// Every step, in order.
+    pub steps: Vec<ConnectionStepView>,
+}
+
+/// Whether the actor profile can start a task (issue #14 item 3: else Start opens the setup).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct SetupStatus {
+    /// The profile checked.
+    pub profile: String,
+    /// It has a base URL and a model, and its key when it names a keyring entry.
+    pub usable: bool,
+    /// Why not: `no_profile`, `no_endpoint`, `no_key`, `invalid`, or empty when usable.
+    pub reason: String,
+    /// The backend's sentence (for Details).
+    pub message: String,
+}

@@ -12,6 +12,8 @@
 //! * [`mirror`] — the live mirror (stream frames, else polled screenshots) and the `pa:` URI
 //!   scheme that serves its frames and stored screenshots (thumbnails, views, originals) to
 //!   the webview as images.
+//! * [`connection`] — Settings' provider presets and families, the connection test (over
+//!   `phoneagent_llm::connection_test`) and whether the actor can start (first-start setup).
 //! * [`notify`] — native notifications with Approve / Reject actions; first answer wins.
 //! * [`settings`] — [`settings::AppSettings`], persisted in SQLite through the store.
 //! * [`dto`] / [`error`] — the shapes that cross the boundary; TypeScript twins are generated
@@ -26,6 +28,7 @@
 //! `ANDROID_ADB_SERVER_PORT` (the user's adb server), `PHONEAGENT_EXPORT_DIR`.
 
 pub mod commands;
+pub mod connection;
 pub mod dto;
 pub mod error;
 #[doc(hidden)]
@@ -132,6 +135,10 @@ pub fn run() {
             commands::key_status,
             commands::set_api_key,
             commands::delete_api_key,
+            commands::model_catalog,
+            commands::profile_family,
+            commands::test_connection,
+            commands::setup_status,
             commands::list_runs,
             commands::run_events,
             commands::get_screenshot,

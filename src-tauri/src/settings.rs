@@ -4,6 +4,7 @@
 //! (SPEC P5); [`AppSettings`] never carries a key, only the entry name.
 
 use phoneagent_llm::{ActionProtocol, ModelsConfig, Price, Profile, Role};
+use phoneagent_protocol::family::FamilySetting;
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::FinishVerifyMode;
@@ -114,6 +115,14 @@ pub struct ModelProfile {
     pub coordinate_space: String,
     /// Long side in px of the screenshot sent to the model (SPEC M6), 256..=4096.
     pub image_max_long_side: u32,
+    /// Side multiple in px the sent screenshot is cut to (28 for Qwen-VL servers, SPEC M6,
+    /// M8); 0 = none. Older saved settings have none.
+    #[serde(default)]
+    pub image_multiple_of: u32,
+    /// Model family (SPEC M7): `auto` (detected from the model name) or `generic`, `autoglm`,
+    /// `ui_tars`, `qwen_vl`. Older saved settings are `auto`.
+    #[serde(default = "auto_family")]
+    pub family: String,
     /// OS keyring entry that holds this profile's API key (service `phoneagent`); empty = no key.
     pub key_entry: String,
     /// USD per million prompt tokens (0 = unknown).
@@ -122,7 +131,21 @@ pub struct ModelProfile {
     pub completion_price_per_mtok: f64,
 }
 
+fn auto_family() -> String {
+    "auto".into()
+}
+
 impl ModelProfile {
+    /// The family setting as the protocol type.
+    ///
+    /// # Errors
+    /// `invalid_input` naming the accepted families.
+    pub fn family_setting(&self) -> AppResult<FamilySetting> {
+        self.family
+            .parse::<FamilySetting>()
+            .map_err(|e| AppError::invalid(format!("profile {}: model family: {e}", self.name)))
+    }
+
     /// The protocol as the runtime type.
     pub fn action_protocol(&self) -> AppResult<ActionProtocol> {
         match self.protocol.as_str() {
@@ -141,6 +164,8 @@ impl ModelProfile {
         p.protocol = self.action_protocol()?;
         p.coordinate_space = self.space()?;
         p.image.max_long_side = self.image_max_long_side;
+        p.image.multiple_of = (self.image_multiple_of > 1).then_some(self.image_multiple_of);
+        p.family = self.family_setting()?;
         p.keyring_entry = (!self.key_entry.is_empty()).then(|| self.key_entry.clone());
         if self.prompt_price_per_mtok > 0.0 || self.completion_price_per_mtok > 0.0 {
             p.price = Some(Price {
@@ -233,6 +258,8 @@ impl Default for AppSettings {
                 protocol: "do".into(),
                 coordinate_space: "relative_0_999".into(),
                 image_max_long_side: 1568,
+                image_multiple_of: 0,
+                family: auto_family(),
                 key_entry: "local".into(),
                 prompt_price_per_mtok: 0.0,
                 completion_price_per_mtok: 0.0,

@@ -1247,6 +1247,12 @@ impl AppState {
         s.save(&self.store)
     }
 
+    /// The OS keyring the app's keys live in (for Settings' connection test and the
+    /// first-start check, `crate::connection`).
+    pub fn key_store(&self) -> &KeyStore {
+        &self.keys
+    }
+
     /// Whether each keyring entry holds a key (never the key).
     pub async fn key_status(&self, entries: Vec<String>) -> Vec<KeyStatus> {
         let keys = self.keys.clone();

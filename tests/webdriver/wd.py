@@ -60,7 +60,7 @@ class Session:
         (panels load their data asynchronously), and fire `change` as a user's choice would."""
         el = self.wait_for(css, timeout)
         ok = self.js("const el=arguments[0]; if (![...el.options].some(o => o.value === arguments[1])) return false;"
-                     " el.value=arguments[1]; el.dispatchEvent(new Event('change')); return true;",
+                     " el.value=arguments[1]; el.dispatchEvent(new Event('change', {bubbles: true})); return true;",
                      {ELEMENT: el}, value)
         if not ok:
             raise WebDriverError(f"{css} has no option {value!r}")

@@ -1,7 +1,8 @@
 //! Coordinate-contract negotiation (SPEC M4).
 //!
 //! For a profile with `coordinate_space: auto`, before the first planning request:
-//! 1. Look up the cache by (endpoint, model, thinking mode, screenshot sizing policy, protocol).
+//! 1. Look up the cache by (endpoint, model, model family, thinking mode, screenshot sizing
+//!    policy, protocol).
 //! 2. Otherwise render synthetic probe images — a plain light-grey screen of the device's size
 //!    with one red disc and a white crosshair at a known position — size and encode them exactly
 //!    as screenshots are ([`prepare_image`]), and ask the model to tap the disc, in the profile's
@@ -47,6 +48,9 @@ pub struct CalibrationKey {
     pub endpoint: String,
     /// Model name.
     pub model: String,
+    /// The model family in force ([`Profile::resolved_family`], SPEC M7): the same model
+    /// talked to in another family's prompt and grammar may answer in another space.
+    pub family: String,
     /// [`Profile::thinking_mode_key`].
     pub thinking_mode: String,
     /// [`crate::image::ImagePolicy::fingerprint`].
@@ -271,6 +275,7 @@ pub fn cache_key(endpoint: &str, profile: &Profile) -> CalibrationKey {
     CalibrationKey {
         endpoint: endpoint.to_string(),
         model: profile.model.clone(),
+        family: profile.resolved_family().0.as_str().to_string(),
         thinking_mode: profile.thinking_mode_key(),
         sizing_policy: profile.image.fingerprint(),
         protocol: profile.protocol.as_str().to_string(),
@@ -619,5 +624,36 @@ mod tests {
             json!({"enable_thinking": true}),
         );
         assert_ne!(cache_key("http://h/v1/chat/completions", &p2), k);
+    }
+
+    /// Issue #15 item 2: a contract negotiated for a model in one family is not reused when the
+    /// same endpoint and model are talked to in another family (the key had no family: the
+    /// UI-TARS override hit the generic entry).
+    #[test]
+    fn the_cache_is_keyed_per_model_family() {
+        use phoneagent_protocol::family::{FamilySetting, ModelFamily};
+        let c = MemoryCalibrationCache::default();
+        let ep = "http://h/v1/chat/completions";
+        let generic = Profile::new("http://h/v1", "my-finetune");
+        c.put(
+            &cache_key(ep, &generic),
+            &CachedContract {
+                space: CoordinateSpace::ImagePixels,
+                mean_error_px: 1.0,
+                max_error_px: 2.0,
+                negotiated_at: 1,
+            },
+        )
+        .unwrap();
+        let mut tars = generic.clone();
+        tars.family = FamilySetting::Fixed(ModelFamily::UiTars);
+        assert_ne!(cache_key(ep, &tars), cache_key(ep, &generic));
+        assert_eq!(c.get(&cache_key(ep, &tars)).unwrap(), None);
+        assert_eq!(cache_key(ep, &tars).family, "ui_tars");
+        // `auto` resolving to generic and an explicit `generic` are the same family.
+        let mut explicit = generic.clone();
+        explicit.family = FamilySetting::Fixed(ModelFamily::Generic);
+        assert_eq!(cache_key(ep, &explicit), cache_key(ep, &generic));
+        assert!(c.get(&cache_key(ep, &explicit)).unwrap().is_some());
     }
 }

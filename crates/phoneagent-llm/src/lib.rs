@@ -19,6 +19,9 @@
 //!   ([`negotiate`], [`CalibrationCache`], [`CalibrationReport`]) (M4).
 //! * [`presets`]: provider presets ([`presets::PRESETS`]: base URL, model ids, family, image
 //!   policy; SPEC M8).
+//! * [`connection_test`]: the step-by-step connection test of a profile (reachable, key, model
+//!   listed, vision, family grammar, coordinate contract) that `doctor --deep` and the app's
+//!   Settings share ([`connection_test::run`]; SPEC M1, M4, M7, M8).
 //! * [`error`]: [`LlmError`] with stable [`phoneagent_protocol::ErrorCode`]s.
 //!
 //! Invariant: no API key ever appears in a message, log line, event or file written by this
@@ -27,6 +30,7 @@
 pub mod calibration;
 pub mod client;
 pub mod config;
+pub mod connection_test;
 pub mod error;
 pub mod image;
 pub mod keystore;

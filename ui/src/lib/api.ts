@@ -20,6 +20,12 @@ import type { StartRunRequest } from './bindings/StartRunRequest';
 import type { VirtualPhone } from './bindings/VirtualPhone';
 import type { DemoScenarioView } from './bindings/DemoScenarioView';
 import type { EventEnvelope } from './events';
+import type { ModelCatalog } from './bindings/ModelCatalog';
+import type { ModelProfile } from './bindings/ModelProfile';
+import type { FamilyView } from './bindings/FamilyView';
+import type { ConnectionTestView } from './bindings/ConnectionTestView';
+import type { SetupStatus } from './bindings/SetupStatus';
+export type { ModelCatalog, ModelProfile, FamilyView, ConnectionTestView, SetupStatus };
 
 import type { AutoReviewStatus } from './bindings/AutoReviewStatus';
 import type { OverrideGrant } from './bindings/OverrideGrant';
@@ -84,6 +90,10 @@ export const api = {
   keyStatus: (entries: string[]) => call<KeyStatus[]>('key_status', { entries }),
   setApiKey: (entry: string, key: string) => call<void>('set_api_key', { entry, key }),
   deleteApiKey: (entry: string) => call<boolean>('delete_api_key', { entry }),
+  modelCatalog: () => call<ModelCatalog>('model_catalog'),
+  profileFamily: (profile: ModelProfile) => call<FamilyView>('profile_family', { profile }),
+  testConnection: (profile: ModelProfile) => call<ConnectionTestView>('test_connection', { profile }),
+  setupStatus: (profile: string) => call<SetupStatus>('setup_status', { profile }),
   listRuns: (limit: number) => call<RunSummary[]>('list_runs', { limit }),
   runEvents: (runId: string) => call<EventEnvelope[]>('run_events', { runId }),
   screenshot: (sha256: string) => call<string>('get_screenshot', { sha256 }),

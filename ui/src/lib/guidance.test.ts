@@ -2,15 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { guidance, withoutCliAdvice } from './guidance';
 
 describe('guidance', () => {
-  it('sends a missing key to Settings instead of showing the keyring error', () => {
+  it('sends a missing key to the model setup instead of showing the keyring error', () => {
     const g = guidance({
       code: 'model_config',
       message: 'no API key for profile default: keyring service phoneagent account default, or set PHONE_AGENT_API_KEY',
     });
-    expect(g.fix).toEqual({ label: 'Open Settings', target: 'settings' });
+    expect(g.fix).toEqual({ label: 'Set up the model', target: 'setup' });
     expect(g.text).not.toContain('PHONE_AGENT_API_KEY');
     expect(g.text).not.toContain('model_config');
     expect(g.detail).toContain('keyring');
+  });
+
+  it('opens the model setup for an unreachable or unknown model', () => {
+    for (const code of ['model_unreachable', 'model_auth', 'model_not_found']) {
+      expect(guidance({ code, message: 'x' }).fix?.target).toBe('setup');
+    }
   });
 
   it('offers the virtual phone when no phone is selected', () => {

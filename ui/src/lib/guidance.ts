@@ -3,7 +3,7 @@
 import type { AppError } from './bindings/AppError';
 
 /** Where a fix button takes the user. */
-export type FixTarget = 'settings' | 'virtual_phone' | 'devices';
+export type FixTarget = 'settings' | 'setup' | 'virtual_phone' | 'devices';
 
 /** The sentence shown for an error, the fix button (if any) and the original detail. */
 export interface Guidance {
@@ -29,15 +29,15 @@ export function guidance(e: AppError): Guidance {
   const key = m.includes('keyring') || m.includes('api key') || m.includes('phone_agent_api_key');
   if (e.code === 'keyring' || ((e.code === 'model_config' || e.code === 'config') && key)) {
     return {
-      text: 'This model profile has no API key yet. Add it in Settings (it is kept in your system keyring), or pick another profile.',
-      fix: { label: 'Open Settings', target: 'settings' },
+      text: 'This model profile has no API key yet. Add it in the model setup (it is kept in your system keyring), or pick another profile.',
+      fix: { label: 'Set up the model', target: 'setup' },
       detail,
     };
   }
   if (e.code === 'model_config' || e.code === 'model_auth' || e.code === 'model_unreachable' || e.code === 'model_not_found') {
     return {
-      text: 'The model profile cannot be used as it is. Check its base URL, model name and key in Settings.',
-      fix: { label: 'Open Settings', target: 'settings' },
+      text: 'The model profile cannot be used as it is. Check its base URL, model name and key in the model setup, and test the connection.',
+      fix: { label: 'Set up the model', target: 'setup' },
       detail,
     };
   }

@@ -1,9 +1,25 @@
 // Chinese/English labels (cheap: a flat dictionary). English is the fallback.
 export const catalogue: Record<string, string> = {
-  'This model profile has no API key yet. Add it in Settings (it is kept in your system keyring), or pick another profile.':
-    '这个模型配置还没有 API 密钥。请在“设置”中添加（保存在系统密钥环中），或换一个配置。',
-  'The model profile cannot be used as it is. Check its base URL, model name and key in Settings.':
-    '这个模型配置暂时无法使用。请在“设置”中检查它的地址、模型名称和密钥。',
+  'This model profile has no API key yet. Add it in the model setup (it is kept in your system keyring), or pick another profile.':
+    '这个模型配置还没有 API 密钥。请在模型设置中添加（保存在系统密钥环中），或换一个配置。',
+  'The model profile cannot be used as it is. Check its base URL, model name and key in the model setup, and test the connection.':
+    '这个模型配置暂时无法使用。请在模型设置中检查它的地址、模型名称和密钥，并测试连接。',
+  // Connection test and first-start setup (issue #15, issue #14 item 3).
+  'Testing the connection on a synthetic image…': '正在用一张合成图片测试连接…',
+  'Connection works.': '连接正常。', 'The connection test failed at a step below.': '连接测试在下面的某一步失败了。',
+  Family: '模型家族', Fix: '解决办法', 'The model answered': '模型的回答',
+  Reachable: '可以连通', 'Key accepted': '密钥有效', 'Model listed': '模型在列表中', 'Vision request answered': '图像请求已应答',
+  'Family grammar parsed': '家族格式解析成功', 'Coordinate contract': '坐标约定',
+  'Set up the model': '设置模型',
+  'PhoneAgent needs a vision model to look at the phone. Pick how you reach it, test the connection and save; the task starts right after.':
+    'PhoneAgent 需要一个视觉模型来看手机屏幕。请选择连接方式，测试连接并保存；保存后任务立即开始。',
+  'Provider preset': '服务商预设', Custom: '自定义', 'Base URL': '接口地址', Model: '模型', 'API key': 'API 密钥',
+  'Paste API key…': '粘贴 API 密钥…', 'Not needed for a local server': '本地服务器无需密钥',
+  'The key goes to your system keyring only.': '密钥只保存到系统密钥环。', 'This server needs no key': '这个服务器不需要密钥',
+  Cancel: '取消', 'Test connection': '测试连接', 'Save and start': '保存并开始', 'Loading…': '加载中…',
+  'Model family': '模型家族', auto: '自动', detected: '识别为', 'detected from the model name': '根据模型名称自动识别',
+  'set here': '在此指定', coordinates: '坐标',
+  'Runs on a synthetic image, never on the phone. Uses the key stored in the keyring.': '只用合成图片测试，不会操作手机。使用密钥环中保存的密钥。',
   'No phone is selected. Plug in a phone with USB debugging on and pick it in Devices, or start the virtual phone.':
     '尚未选择手机。请连接已开启 USB 调试的手机并在“设备”中选择它，或启动虚拟手机。',
   'The phone is not reachable right now. Unlock it, accept the "Allow USB debugging?" prompt if it shows one, check the cable, then refresh Devices.':

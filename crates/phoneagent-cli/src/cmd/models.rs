@@ -2,9 +2,10 @@
 
 use anyhow::Context;
 use phoneagent_device::ReadinessCheck;
+use phoneagent_llm::KeyStore;
 use phoneagent_llm::config::{ActionProtocol, EnvOverrides, ModelsConfig, Role, RoleResolution};
-use phoneagent_llm::{
-    ChatClient, ChatMessage, ChatRequest, ContentPart, KeyStore, LlmError, ModelClient,
+use phoneagent_llm::connection_test::{
+    self, ConnectionStep, ConnectionTestOptions, StepId, StepStatus,
 };
 use phoneagent_protocol::CoordinateSpace;
 use phoneagent_runtime::ModelRoute;
@@ -95,67 +96,6 @@ pub fn resolve_routes(a: &ModelArgs) -> anyhow::Result<Routes> {
     })
 }
 
-/// `doctor --deep` for a model family (SPEC M7, M8): ask for one action on the synthetic probe
-/// image with the family's own prompt and parse the answer with the family's grammar; the
-/// error names what the model answered and how to fix the profile. Never touches the phone.
-async fn family_check(
-    client: &ChatClient,
-    cancel: &CancellationToken,
-    ad: &phoneagent_protocol::family::FamilyAdapter,
-) -> Result<(), (String, String)> {
-    use phoneagent_protocol::family::FamilyPromptInput;
-    let image = (32, 32);
-    let system = ad.system_prompt(&FamilyPromptInput {
-        task: "Connection check: tap the black bottom half of the image.",
-        chinese: false,
-        image_size: image,
-        app_launcher: false,
-        wait_max_secs: 5.0,
-        extra_sections: vec![],
-    });
-    let req = ChatRequest {
-        messages: vec![
-            ChatMessage::system(format!("[phoneagent-role: connection_check]\n{system}")),
-            ChatMessage::user_parts(vec![
-                ContentPart::text("Current screenshot (image 32x32 px). Reply with one action."),
-                ContentPart::image(format!("data:image/png;base64,{PROBE_PNG_B64}")),
-            ]),
-        ],
-        tools: vec![],
-        tool_choice: None,
-        temperature: Some(0.0),
-        max_tokens: Some(512),
-        stream: None,
-    };
-    let resp = client.chat(req, cancel).await.map_err(|e| {
-        (
-            "the family check request failed".to_string(),
-            format!("{e}. Try again, or check the endpoint"),
-        )
-    })?;
-    let opts = phoneagent_protocol::ParseOptions::default();
-    let parsed = match resp.tool_calls.first() {
-        Some(c) => ad.parse_tool_call(&c.name, &c.arguments, image, &opts),
-        None => ad.parse(&resp.content, image, &opts),
-    };
-    parsed.map(|_| ()).map_err(|e| {
-        let sample: String = phoneagent_protocol::text::inert_line(&resp.content)
-            .chars()
-            .take(160)
-            .collect();
-        (
-            format!(
-                "the answer is not in the {} grammar ({e}); the model answered: {sample:?}",
-                ad.family
-            ),
-            "set the profile's \"family\" to the family the model was trained on (generic for general models), or use the model the family expects".into(),
-        )
-    })
-}
-
-/// A 32×32 PNG (white top half, black bottom half) for the `--deep` vision probe.
-const PROBE_PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAI0lEQVR4nO3NMQ0AAAgDsPk3DTPBQdIaaOZYBAKBQPAiAIBaq4T6TKHsTNsAAAAASUVORK5CYII=";
-
 /// `phoneagent doctor`'s model checks (SPEC C1, M1, M2, M4): one line per role with its profile,
 /// endpoint and key source (never the key), whether the endpoint is reachable, accepts the key
 /// and lists the model (GET /v1/models where offered), and with `deep` whether it answers a tiny
@@ -231,94 +171,77 @@ async fn check_endpoint(
         detail,
         fix: Some(fix),
     };
-    let mut cc = m.client_config();
-    cc.connect_timeout_ms = cc.connect_timeout_ms.min(5_000);
-    cc.timeout_ms = cc.timeout_ms.min(if deep { 60_000 } else { 10_000 });
-    cc.retry.max_retries = 0;
-    let client = match ChatClient::new(cc) {
-        Ok(c) => c,
-        Err(e) => return fail(detail, e.to_string()),
-    };
-    let cancel = CancellationToken::new();
-    match client.list_models(&cancel).await {
-        Ok(Some(ids)) if ids.contains(&p.model) => {
+    // The shared connection test (phoneagent_llm::connection_test); the CLI words its result
+    // as one line per role and adds where to fix things on the command line.
+    let mut opts = ConnectionTestOptions::deep(m.profile_name.clone(), role);
+    opts.calibrate = false;
+    opts.deep = deep;
+    opts.timeout_ms = if deep { 60_000 } else { 10_000 };
+    let report = connection_test::run(p, m.client_config(), &opts, &CancellationToken::new()).await;
+    let step = |id| report.step(id).cloned();
+    let core_fix = |s: &ConnectionStep| s.fix.clone().unwrap_or_default();
+    if let Some(s) = step(StepId::Reachable).filter(|s| s.status == StepStatus::Failed) {
+        return if s.detail.contains("unreachable") {
+            fail(
+                format!("{detail}: unreachable"),
+                format!("{}. {} ({})", s.detail, core_fix(&s), m.source),
+            )
+        } else {
+            fail(
+                format!("{detail}: the model listing failed"),
+                format!("{}. {}", s.detail, core_fix(&s)),
+            )
+        };
+    }
+    if let Some(s) = step(StepId::KeyAccepted).filter(|s| s.status == StepStatus::Failed) {
+        return fail(
+            format!("{detail}: {}", s.detail),
+            match &p.keyring_entry {
+                Some(entry) => format!(
+                    "store a valid API key in the OS keyring under service \"phoneagent\", account {entry:?} (or set PHONE_AGENT_API_KEY for one process)"
+                ),
+                None => "this endpoint needs an API key: add keyring_entry to the profile and store the key in the OS keyring, or set PHONE_AGENT_API_KEY".into(),
+            },
+        );
+    }
+    match step(StepId::ModelListed) {
+        Some(s) if s.status == StepStatus::Failed => {
+            return fail(
+                format!("{detail}: {}", s.detail),
+                format!("{} (or PHONE_AGENT_MODEL / --model)", core_fix(&s)),
+            );
+        }
+        Some(s) if s.status == StepStatus::Ok => {
             detail.push_str(": reachable, key accepted, model listed")
         }
-        Ok(Some(ids)) => {
-            let shown: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
-            return fail(
-                format!("{detail}: the endpoint does not list model {}", p.model),
-                format!(
-                    "set `model` of profile {} (or PHONE_AGENT_MODEL / --model) to one the endpoint serves: {}{}",
-                    m.profile_name,
-                    shown.join(", "),
-                    if ids.len() > shown.len() { ", …" } else { "" }
-                ),
-            );
-        }
-        Ok(None) => detail.push_str(": reachable (the endpoint offers no model listing)"),
-        Err(LlmError::Http {
-            status: status @ (401 | 403),
-            ..
-        }) => {
-            return fail(
-                format!("{detail}: the endpoint refused the API key (HTTP {status})"),
-                match &p.keyring_entry {
-                    Some(entry) => format!(
-                        "store a valid API key in the OS keyring under service \"phoneagent\", account {entry:?} (or set PHONE_AGENT_API_KEY for one process)"
-                    ),
-                    None => "this endpoint needs an API key: add keyring_entry to the profile and store the key in the OS keyring, or set PHONE_AGENT_API_KEY".into(),
-                },
-            );
-        }
-        Err(e @ (LlmError::Connect { .. } | LlmError::Timeout { .. })) => {
-            return fail(
-                format!("{detail}: unreachable"),
-                format!(
-                    "{e}. Start the model server, or fix base_url of profile {} ({})",
-                    m.profile_name, m.source
-                ),
-            );
-        }
-        Err(e) => return fail(format!("{detail}: the model listing failed"), e.to_string()),
+        _ => detail.push_str(": reachable (the endpoint offers no model listing)"),
     }
     if deep {
-        let req = ChatRequest {
-            messages: vec![
-                ChatMessage::system(format!(
-                    "[phoneagent-role: {}]\nThis is a connectivity check. Answer with one word.",
-                    role.as_str()
-                )),
-                ChatMessage::user_parts(vec![
-                    ContentPart::text("Is the top half of this image white or black?"),
-                    ContentPart::image(format!("data:image/png;base64,{PROBE_PNG_B64}")),
-                ]),
-            ],
-            tools: vec![],
-            tool_choice: None,
-            temperature: Some(0.0),
-            max_tokens: Some(16),
-            stream: None,
-        };
-        match client.chat(req, &cancel).await {
-            Ok(resp) => detail.push_str(&format!(
-                "; vision request answered in {} ms",
-                resp.latency_ms
-            )),
-            Err(e) => {
+        match step(StepId::VisionAnswered) {
+            Some(s) if s.status == StepStatus::Failed => {
                 return fail(
                     format!("{detail}; the vision request failed"),
-                    format!("{e}. PhoneAgent needs a vision model: use one that accepts images"),
+                    format!("{}. {}", s.detail, core_fix(&s)),
                 );
             }
+            Some(s) => detail.push_str(&format!("; vision request {}", s.detail)),
+            None => {}
         }
-        if role == Role::Actor
-            && let Some(ad) = p.family_adapter()
-            && let Err((d, fix)) = family_check(&client, &cancel, &ad).await
-        {
-            return fail(format!("{detail}; {d}"), fix);
-        } else if role == Role::Actor && p.family_adapter().is_some() {
-            detail.push_str("; the family's grammar parsed a real answer on a synthetic image");
+        match step(StepId::FamilyGrammar) {
+            Some(s) if s.status == StepStatus::Failed => {
+                return fail(
+                    format!(
+                        "{detail}; {}; the model answered: {:?}",
+                        s.detail,
+                        s.sample.as_deref().unwrap_or_default()
+                    ),
+                    core_fix(&s),
+                );
+            }
+            Some(s) if s.status == StepStatus::Ok => {
+                detail.push_str("; the family's grammar parsed a real answer on a synthetic image")
+            }
+            _ => {}
         }
     }
     ReadinessCheck {

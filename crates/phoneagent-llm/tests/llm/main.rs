@@ -7,5 +7,6 @@
 
 mod calibration;
 mod client;
+mod connection;
 mod keyring;
 mod mapper_props;

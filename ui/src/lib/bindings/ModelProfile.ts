@@ -29,6 +29,16 @@ coordinate_space: string,
  */
 image_max_long_side: number, 
 /**
+ * Side multiple in px the sent screenshot is cut to (28 for Qwen-VL servers, SPEC M6,
+ * M8); 0 = none. Older saved settings have none.
+ */
+image_multiple_of: number, 
+/**
+ * Model family (SPEC M7): `auto` (detected from the model name) or `generic`, `autoglm`,
+ * `ui_tars`, `qwen_vl`. Older saved settings are `auto`.
+ */
+family: string, 
+/**
  * OS keyring entry that holds this profile's API key (service `phoneagent`); empty = no key.
  */
 key_entry: string, 
