@@ -376,6 +376,29 @@ def main():
         s.click("#mode-wary")
         s.js("const el = document.querySelector('#task-input'); el.value = ''; el.dispatchEvent(new Event('input', {bubbles: true}));")
 
+    def unsaved_settings_are_not_lost():
+        # Issue #14 item 4: leaving Settings with a change asks; Keep editing stays, Discard
+        # restores what is saved.
+        s.click("#nav-settings")
+        s.wait_for("#default-mode", 15)
+        before = s.js("return document.querySelector('#default-mode').value")
+        other = "hard" if before != "hard" else "reviewer"
+        s.select("#default-mode", other)
+        s.click("#nav-run")
+        s.wait_for("#unsaved-dialog", 10)
+        s.click("#unsaved-stay")
+        s.wait_gone("#unsaved-dialog", 10)
+        assert s.js("return document.querySelector('#default-mode').value") == other, "Keep editing lost the change"
+        s.click("#nav-run")
+        s.wait_for("#unsaved-dialog", 10)
+        s.click("#unsaved-discard")
+        s.wait_for("#task-input", 10)
+        s.click("#nav-settings")
+        s.wait_for("#default-mode", 15)
+        s.wait_until("the saved value is back", lambda: s.js("return document.querySelector('#default-mode').value") == before, 10)
+        s.click("#nav-run")
+        assert not s.find("#unsaved-dialog"), "an unchanged form asked"
+
     def click_on_mirror(label):
         """Click the element labelled `label` on the mirror (device px mapped to the image)."""
         gt = truth(sim_port)
@@ -685,6 +708,7 @@ def main():
     test("virtual_phone_and_mirror", virtual_phone_and_mirror)
     test("first_start_is_guided", first_start_is_guided)
     test("draft_survives_view_switch", draft_survives_view_switch)
+    test("unsaved_settings_are_not_lost", unsaved_settings_are_not_lost)
     test("settings_and_api_key_in_keyring", settings_and_key)
     test("settings_test_connection", settings_test_connection)
     test("demo_without_a_phone_or_a_model", demo_without_a_phone_or_a_model)

@@ -131,6 +131,7 @@ export const catalogue: Record<string, string> = {
   "Data": "数据",
   "scrcpy": "scrcpy",
   "screenrecord": "screenrecord",
+  'Settings has changes that are not saved.': '“设置”中有未保存的修改。', 'Keep editing': '继续编辑', Discard: '放弃修改',
   'not set: uses the verifier': '未设置：使用验证模型', 'Examples and recent tasks': '示例和最近的任务', Ready: '就绪', Passed: '通过', checks: '项检查',
   'Pause and tap': '暂停并点击', 'Show earlier steps': '显示更早的步骤', 'Screen capture': '屏幕采集', 'auto (fastest available)': '自动（最快可用）',
   "auto: scrcpy when installed, else the phone's screenrecord stream, else screenshots": '自动：已安装 scrcpy 时用它，否则用手机的 screenrecord 视频流，再否则用截图',
