@@ -399,6 +399,30 @@ def main():
         s.click("#nav-run")
         assert not s.find("#unsaved-dialog"), "an unchanged form asked"
 
+    def forty_steps_keep_up():
+        # Issue #14 done-when: over a 40-step scripted run every event reaches the view within
+        # 200 ms of the backend stamping it.
+        reset(sim_port, "home")
+        # Into the shop and back, 20 times: every step changes the screen (no loop guard).
+        steps = [{"content": 'do(action="Tap", element={{center:商城}}, target_description="商城")'} if i % 2 == 0
+                 else {"content": 'do(action="Back")'} for i in range(40)]
+        model.script(steps + [{"content": 'finish(message="Looked around")'},
+                              {"content": 'finish(message="Looked around", confirm=True)'}])
+        s.js("window.__paLatency.max = 0; window.__paLatency.n = 0;")
+        s.click("#nav-run")
+        s.type("#task-input", "Open the shop and go back, twenty times")
+        s.click("#mode-off")
+        s.type("#max-steps", "45")
+        s.click("#start-run")
+        s.wait_for("#stop-run", 20)
+        status = wait_run_end(s, 240)
+        lat = s.js("return window.__paLatency")
+        n_steps = len(s.find("#timeline-steps [data-step]")) + int(s.attr("#timeline-earlier", "data-hidden") or 0) if s.find("#timeline-earlier") else len(s.find("#timeline-steps [data-step]"))
+        log(f"MEASURE backend → view latency over a {n_steps}-step run: max {lat['max']} ms over {lat['n']} events")
+        assert status == "succeeded", status
+        assert n_steps >= 40, n_steps
+        assert lat["max"] <= 200, f"an event reached the view {lat['max']} ms after the backend"
+
     def click_on_mirror(label):
         """Click the element labelled `label` on the mirror (device px mapped to the image)."""
         gt = truth(sim_port)
@@ -720,6 +744,7 @@ def main():
     test("approve_for_me_override", approve_for_me_override)
     test("approvals_tab_policy_switch_and_language", approvals_tab_policy_switch_and_language)
     test("pause_and_resume", pause_and_resume)
+    test("forty_steps_keep_up", forty_steps_keep_up)
     test("history_replay_and_export", history_and_export)
     test("phone_added_by_address_without_adb", phone_by_address)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)

@@ -10,3 +10,13 @@ export function noteCost(kind: string, t0: number): void {
   const d = performance.now() - t0;
   if (d > (costs[kind] ?? 0)) costs[kind] = Math.round(d);
 }
+
+const latency = { max: 0, n: 0 };
+(globalThis as unknown as { __paLatency: typeof latency }).__paLatency = latency;
+
+/** Record how long after the backend stamped it (`ts_ms`, wall clock) an event was in the view. */
+export function noteLatency(tsMs: number): void {
+  const d = Date.now() - tsMs;
+  latency.n += 1;
+  if (d > latency.max) latency.max = Math.round(d);
+}
