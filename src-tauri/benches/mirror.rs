@@ -47,7 +47,9 @@ async fn measure(
     let timing = TimingProfile::named(profile)?;
     let sim = SimServer::start(SimConfig::default().with_timing(&timing), 0).await?;
     let serial = sim.serials()[0].clone();
-    let phone = sim.phone(&serial).expect("the virtual phone");
+    let phone = sim
+        .phone(&serial)
+        .ok_or_else(|| anyhow::anyhow!("the virtual phone {serial} is not served"))?;
     let server = AdbServer::new(AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?);
     let opts = AdbDeviceOptions {
         screenshot_mode: mode,

@@ -16,7 +16,9 @@ fn main() {
             .args(std::env::args_os().skip(1))
             .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
             .exec();
-        eprintln!("note: could not restart with WEBKIT_DISABLE_DMABUF_RENDERER=1 ({err}); going on");
+        eprintln!(
+            "note: could not restart with WEBKIT_DISABLE_DMABUF_RENDERER=1 ({err}); going on"
+        );
     }
     phoneagent_app::run();
 }

@@ -217,10 +217,13 @@ pub const THUMB_LONG_SIDE: u32 = 360;
 /// Long side of a step picture served at `/view/<sha256>` (History's large view), px.
 pub const VIEW_LONG_SIDE: u32 = MIRROR_THUMB_MAX_SIDE;
 
+/// (sha256, long side px) → JPEG bytes.
+type ThumbMap = std::collections::HashMap<(String, u32), Arc<Vec<u8>>>;
+
 /// Downscaled stored screenshots already served (content-addressed, so never stale), bounded.
 #[derive(Debug, Default)]
 pub struct ThumbCache {
-    map: Mutex<std::collections::HashMap<(String, u32), Arc<Vec<u8>>>>,
+    map: Mutex<ThumbMap>,
 }
 
 /// Entries kept by [`ThumbCache`] (about 20–60 KB each).
@@ -310,9 +313,8 @@ mod tests {
     fn serve_answers_mirror_and_stored_shots_and_refuses_the_rest() {
         let slot = MirrorSlot::default();
         let thumbs = ThumbCache::default();
-        let serve = |p: &str, slot: &MirrorSlot, f: &dyn Fn(&str) -> Option<(String, Vec<u8>)>| {
-            super::serve(p, slot, &thumbs, f)
-        };
+        type Store<'a> = &'a dyn Fn(&str) -> Option<(String, Vec<u8>)>;
+        let serve = |p: &str, slot: &MirrorSlot, f: Store<'_>| super::serve(p, slot, &thumbs, f);
         assert_eq!(serve("/mirror/1", &slot, &|_| None).status(), 404);
         slot.put(3, vec![0xff, 0xd8, 1]);
         let r = serve("/mirror%2F2", &slot, &|_| None);
