@@ -191,11 +191,7 @@ mod tests {
         let jpg = jpeg_thumbnail(&img, 960, 80).unwrap();
         let back = image::load_from_memory(&jpg).unwrap();
         assert_eq!((back.width(), back.height()), (432, 960));
-        assert!(
-            jpg.len() < encode_png(&img).unwrap().len() / 4,
-            "{}",
-            jpg.len()
-        );
+        assert!(jpg.len() < 100_000, "{} bytes", jpg.len());
         let same = jpeg_thumbnail(&pattern(100, 50), 960, 80).unwrap();
         let back = image::load_from_memory(&same).unwrap();
         assert_eq!((back.width(), back.height()), (100, 50));
