@@ -66,8 +66,16 @@ class Session:
             raise WebDriverError(f"{css} has no option {value!r}")
 
     def find(self, css):
-        els = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
-        return [e[ELEMENT] for e in els]
+        # WebKitWebDriver answers "stale element reference" when the DOM changes while it builds
+        # the node handles (the live mirror updates its image up to 60 times a second): ask again.
+        for attempt in range(6):
+            try:
+                els = self.cmd("POST", "/elements", {"using": "css selector", "value": css})
+                return [e[ELEMENT] for e in els]
+            except WebDriverError as e:
+                if "stale element" not in str(e) or attempt == 5:
+                    raise
+                time.sleep(0.1)
 
     def wait_for(self, css, timeout=20, visible=True):
         deadline = time.time() + timeout
@@ -118,8 +126,14 @@ class Session:
         return self.cmd("GET", f"/element/{els[0]}/attribute/{name}") if els else None
 
     def rect(self, css):
-        el = self.wait_for(css)
-        return self.cmd("GET", f"/element/{el}/rect")
+        for attempt in range(6):
+            el = self.wait_for(css)
+            try:
+                return self.cmd("GET", f"/element/{el}/rect")
+            except WebDriverError as e:
+                if "stale element" not in str(e) or attempt == 5:
+                    raise
+                time.sleep(0.1)
 
     def click_at(self, x, y):
         """A real pointer click at viewport coordinates (through the webview's input path)."""
