@@ -415,8 +415,23 @@ def main():
         s.type("#max-steps", "45")
         s.click("#start-run")
         s.wait_for("#stop-run", 20)
-        status = wait_run_end(s, 240)
+        # No WebDriver command while the run goes (each one runs on the page's main thread):
+        # watch the store instead, then read what the page measured.
+        s.js(PROBE)
+        import sqlite3
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            db = sqlite3.connect(f"file:{os.path.join(HOME_DIR, 'phoneagent.sqlite3')}?mode=ro", uri=True)
+            row = db.execute("SELECT status, ended_ms FROM runs ORDER BY started_ms DESC LIMIT 1").fetchone()
+            db.close()
+            if row and row[1]:
+                break
+            time.sleep(0.5)
+        time.sleep(1)
+        b = s.js(PROBE) or {}
+        status = wait_run_end(s, 60)
         lat = s.js("return window.__paLatency")
+        log(f"MEASURE longest main-thread block during a 40-step run with no WebDriver command: {b.get('max', 0):.0f} ms ({b.get('over50', 0)} blocks over 50 ms)")
         n_steps = len(s.find("#timeline-steps [data-step]")) + int(s.attr("#timeline-earlier", "data-hidden") or 0) if s.find("#timeline-earlier") else len(s.find("#timeline-steps [data-step]"))
         log(f"MEASURE backend → view latency over a {n_steps}-step run: max {lat['max']} ms over {lat['n']} events")
         assert status == "succeeded", status
@@ -540,7 +555,7 @@ def main():
             tap,
             verdict("deny", "medium", "the total is higher than the user said"),
             # The user has a few seconds to look at the denial and click "Allow once".
-            {"content": 'do(action="Wait", duration="6 seconds", reason="The reviewer denied the order; wait for the user.")'},
+            {"content": 'do(action="Wait", duration="20 seconds", reason="The reviewer denied the order; wait for the user.")'},
             tap,
             {"queue": "granted", "content": json.dumps({"decision": "allow", "risk": "high", "user_authorization": "high",
                                                           "scope": "bounded", "reason": "the user granted this order once"})},
