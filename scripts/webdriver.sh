@@ -32,4 +32,4 @@ HOME="$E2E_HOME" \
   PHONEAGENT_APP_SIM_PORT="$(free_port)" ADB_SERVER_SOCKET="tcp:127.0.0.1:$(free_port)" \
   APP="$APP" SCRIPTED_MODEL="$SCRIPTED_MODEL" PHONEAGENT_CLI="$PHONEAGENT_CLI" \
   SHOTS="$ROOT/docs/screenshots" \
-  timeout 900 dbus-run-session -- bash tests/webdriver/session.sh
+  timeout 1500 dbus-run-session -- bash tests/webdriver/session.sh
