@@ -61,6 +61,18 @@ fn wall_ms_at(at: Instant) -> u64 {
     phoneagent_runtime::now_ms().saturating_sub(at.elapsed().as_millis() as u64)
 }
 
+/// Encode `img` as the next mirror frame's JPEG (on a blocking thread), put it in `slot` and
+/// return its number; `None` when the encoding thread was lost.
+async fn publish(slot: &MirrorSlot, seq: &mut u64, img: &Arc<image::RgbaImage>) -> Option<u64> {
+    let img = img.clone();
+    let jpeg = tokio::task::spawn_blocking(move || thumbnail_jpeg(&img))
+        .await
+        .ok()?;
+    *seq += 1;
+    slot.put(*seq, jpeg);
+    Some(*seq)
+}
+
 /// Mirror `dev` until `cancel` fires or `send` returns `false`: first a
 /// [`MirrorMessage::Paths`] (capture and input paths, and how to get a faster one), then
 /// [`MirrorMessage::Frame`]s whose JPEG is in `slot`, and [`MirrorMessage::Error`]s when
@@ -119,12 +131,9 @@ pub async fn run_mirror<F>(
             {
                 continue;
             }
-            let img = f.image.clone();
-            let Ok(jpeg) = tokio::task::spawn_blocking(move || thumbnail_jpeg(&img)).await else {
+            let Some(seq) = publish(&slot, &mut seq, &f.image).await else {
                 break;
             };
-            seq += 1;
-            slot.put(seq, jpeg);
             let msg = MirrorMessage::Frame {
                 frame: MirrorFrame {
                     seq,
@@ -164,12 +173,9 @@ pub async fn run_mirror<F>(
                 } else {
                     last_png_hash = Some(hash);
                     let img = shot.image;
-                    let i2 = img.clone();
-                    let jpeg = tokio::task::spawn_blocking(move || thumbnail_jpeg(&i2))
-                        .await
-                        .unwrap_or_default();
-                    seq += 1;
-                    slot.put(seq, jpeg);
+                    let Some(seq) = publish(&slot, &mut seq, &img).await else {
+                        break;
+                    };
                     last_shown = Some(img.clone());
                     Some(MirrorMessage::Frame {
                         frame: MirrorFrame {

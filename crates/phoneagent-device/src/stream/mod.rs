@@ -99,6 +99,14 @@ pub enum StreamError {
     Failed(String),
 }
 
+/// Why [`StreamSession::wait_frame`] returned no frame.
+enum Waited {
+    /// No accepted frame within the wait.
+    Timeout,
+    /// The stream died or was stopped.
+    Ended,
+}
+
 /// A running stream: the newest decoded frame, and (scrcpy) the control socket.
 pub struct StreamSession {
     path: CapturePath,
@@ -223,23 +231,17 @@ impl StreamSession {
         baseline: Option<&LiveFrame>,
         wait: Duration,
     ) -> Option<LiveFrame> {
-        let mut rx = self.frames.subscribe();
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            if !self.is_alive() {
-                return None;
-            }
-            if let Some(f) = self.frames.newest()
-                && f.at > after
-                && baseline.is_none_or(|b| b.seq != f.seq && differs(&b.image, &f.image))
-            {
-                return Some(f);
-            }
-            tokio::select! {
-                r = rx.changed() => if r.is_err() { return None },
-                () = tokio::time::sleep_until(deadline) => return self.frames.newest().filter(|_| self.is_alive()),
-                () = self.dead.cancelled() => return None,
-            }
+        match self
+            .wait_frame(wait, |f| {
+                f.at > after
+                    && baseline.is_none_or(|b| b.seq != f.seq && differs(&b.image, &f.image))
+            })
+            .await
+        {
+            Ok(f) => Some(f),
+            // Waited long enough: the action did not change the screen.
+            Err(Waited::Timeout) => self.frames.newest().filter(|_| self.is_alive()),
+            Err(Waited::Ended) => None,
         }
     }
 
@@ -248,21 +250,30 @@ impl StreamSession {
     /// while the caller was busy are skipped: the newest one is returned. `None` on timeout or
     /// when the stream died (see [`StreamSession::is_alive`]).
     pub async fn next_frame(&self, after_seq: u64, wait: Duration) -> Option<LiveFrame> {
+        self.wait_frame(wait, |f| f.seq > after_seq).await.ok()
+    }
+
+    /// The newest frame once it satisfies `accept`, waiting up to `wait` for new frames.
+    async fn wait_frame(
+        &self,
+        wait: Duration,
+        accept: impl Fn(&LiveFrame) -> bool,
+    ) -> Result<LiveFrame, Waited> {
         let mut rx = self.frames.subscribe();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             if !self.is_alive() {
-                return None;
+                return Err(Waited::Ended);
             }
             if let Some(f) = self.frames.newest()
-                && f.seq > after_seq
+                && accept(&f)
             {
-                return Some(f);
+                return Ok(f);
             }
             tokio::select! {
-                r = rx.changed() => if r.is_err() { return None },
-                () = tokio::time::sleep_until(deadline) => return None,
-                () = self.dead.cancelled() => return None,
+                r = rx.changed() => if r.is_err() { return Err(Waited::Ended) },
+                () = tokio::time::sleep_until(deadline) => return Err(Waited::Timeout),
+                () = self.dead.cancelled() => return Err(Waited::Ended),
             }
         }
     }
