@@ -152,14 +152,69 @@ def shot(s, name):
         return
     time.sleep(1.0)
     path = os.path.join(SHOTS, name)
-    try:
-        png = base64.b64decode(s.cmd("GET", "/screenshot", timeout=60))
-        with open(path, "wb") as f:
-            f.write(png)
-    except WebDriverError as e:
-        log("WebDriver screenshot failed, using the X root window:", e)
-        subprocess.run(["import", "-window", "root", path], check=True, timeout=30)
+    # The app's window fills the Xvfb screen, so the X root window is the app. WebKitWebDriver's
+    # own screenshot command hangs for its full timeout on this WebKitGTK (a minute per picture),
+    # so it is opt-in (E2E_WD_SCREENSHOT=1).
+    if os.environ.get("E2E_WD_SCREENSHOT") == "1":
+        try:
+            png = base64.b64decode(s.cmd("GET", "/screenshot", timeout=60))
+            with open(path, "wb") as f:
+                f.write(png)
+            log("screenshot", name, os.path.getsize(path), "bytes")
+            return
+        except WebDriverError as e:
+            log("WebDriver screenshot failed, using the X root window:", e)
+    subprocess.run(["import", "-window", "root", path], check=True, timeout=30)
     log("screenshot", name, os.path.getsize(path), "bytes")
+
+
+# Words the 中文 interface may show in Latin letters: product, protocol and format names.
+ZH_ALLOWED = ["PhoneAgent", "DEMO", "ADB", "adb", "USB", "Wi-Fi", "WiFi", "scrcpy", "screenrecord",
+              "PNG", "png", "raw", "JPEG", "OpenAI", "API", "URL", "HTML", "JSON", "JSONL", "fps",
+              "ms", "px", "MB", "KB", "OCR", "MCP", "Android", "Qwen", "GLM", "AutoGLM", "UI-TARS",
+              "SQLite", "HTTP", "HTTPS", "IME", "TCP", "EN", "Key", "ID", "DPI", "CPU", "GPU"]
+
+# Visible text of the page's own interface that still holds an English word: text nodes,
+# placeholders, titles, ARIA labels and option labels, outside [data-verbatim] (text shown as it
+# came: the task, the model's and the screen's words, names). Tokens with digits, dots, slashes,
+# colons, underscores or @ are names (model ids, serials, URLs, packages) and not checked.
+ZH_SCAN_JS = r"""
+const allowed = new Set(arguments[0].map(w => w.toLowerCase()));
+const out = [], seen = new Set();
+function shown(el) {
+  if (el.closest('[data-verbatim], script, style, code, kbd, pre')) return false;
+  const r = el.getBoundingClientRect(), st = getComputedStyle(el);
+  return r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none';
+}
+function check(text, el, where) {
+  const words = text.split(/\s+/).filter(t => t && !/[0-9._\/:@=#]/.test(t))
+    .flatMap(t => t.match(/[A-Za-z][A-Za-z'’-]*[A-Za-z]/g) || [])
+    .filter(w => w.length >= 2 && !allowed.has(w.toLowerCase()));
+  if (!words.length) return;
+  const key = text.trim().replace(/\s+/g, ' ').slice(0, 140);
+  if (seen.has(key)) return;
+  seen.add(key);
+  out.push({where, text: key, el: el.id || (el.className && String(el.className)) || el.tagName});
+}
+const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let n = w.nextNode(); n; n = w.nextNode()) {
+  const el = n.parentElement;
+  if (!el || el.tagName === 'OPTION' || !shown(el)) continue;
+  check(n.textContent || '', el, 'text');
+}
+for (const el of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
+  if (!shown(el)) continue;
+  for (const a of ['placeholder', 'title', 'aria-label']) {
+    const v = el.getAttribute(a);
+    if (v) check(v, el, a);
+  }
+}
+for (const sel of document.querySelectorAll('select')) {
+  if (!shown(sel)) continue;
+  for (const o of sel.options) if (!o.closest('[data-verbatim]')) check(o.textContent || '', sel, 'option');
+}
+return out;
+"""
 
 
 def start_task(s, task, mode):
@@ -239,6 +294,17 @@ def main():
             traceback.print_exc()
             results.append((name, False, str(e)))
             log("FAIL", name, e)
+            try:
+                # What the model was asked, in order: the queue and the last message's start.
+                for r in model.requests()[-12:]:
+                    msgs = (r.get("body") or {}).get("messages") or [{}] if isinstance(r.get("body"), dict) else [{}]
+                    last = msgs[-1].get("content") if msgs else ""
+                    if isinstance(last, list):
+                        last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
+                    log(f"  model request {r.get('seq')} t={r.get('received_at_ms')} queue={r.get('queue')} "
+                        f"by={r.get('answered_by')}: {str(last)[-160:]!r}")
+            except Exception as dump_err:  # noqa: BLE001
+                log("  (no model request log:", dump_err, ")")
             try:
                 shot(s, f"failure-{name}.png")
             except Exception:
@@ -554,8 +620,11 @@ def main():
         model.script([
             tap,
             verdict("deny", "medium", "the total is higher than the user said"),
-            # The user has a few seconds to look at the denial and click "Allow once".
-            {"content": 'do(action="Wait", duration="20 seconds", reason="The reviewer denied the order; wait for the user.")'},
+            # The user has 20 s to look at the denial and click "Allow once": two waits, as one
+            # wait may last at most the runtime's wait_max_secs (10 s, SPEC A3); a longer one is
+            # refused as out of range and the model asked again.
+            {"content": 'do(action="Wait", duration="10 seconds", reason="The reviewer denied the order; wait for the user.")'},
+            {"content": 'do(action="Wait", duration="10 seconds", reason="Still waiting for the user.")'},
             tap,
             {"queue": "granted", "content": json.dumps({"decision": "allow", "risk": "high", "user_authorization": "high",
                                                           "scope": "bounded", "reason": "the user granted this order once"})},
@@ -736,6 +805,65 @@ def main():
         assert os.path.getsize(path) > 1000, path
         shot(s, "history.png")
 
+    def chinese_everywhere():
+        # Issue #14: a full 中文 pass. Every view and tab the earlier scenarios filled (a run's
+        # timeline and approvals, History with its ledger, Settings with the policy, the devices)
+        # is read in Chinese; no English word may be left in the interface's own text. Text the
+        # interface shows verbatim (the task, the model's and the screen's words, device and
+        # model names) is marked data-verbatim and not ours to translate.
+        s.click("#toggle-lang")
+        s.wait_until("the app is in Chinese", lambda: (s.text("#toggle-lang") or "").strip() == "EN", 10)
+        leftovers = []
+        def scan(where):
+            for hit in s.js(ZH_SCAN_JS, ZH_ALLOWED) or []:
+                hit["view"] = where
+                leftovers.append(hit)
+        try:
+            s.click("#nav-run")
+            s.wait_for("#task-input", 15)
+            scan("run")
+            s.click("#tab-timeline")
+            scan("run/timeline")
+            s.click("#tab-approvals")
+            scan("run/approvals")
+            s.click("#nav-history")
+            s.wait_for("#runs-list [data-run-id]", 15)
+            s.click("#runs-list [data-run-id]")
+            time.sleep(1)
+            scan("history/run")
+            s.click("#history-tab-ledger")
+            time.sleep(1)
+            scan("history/ledger")
+            s.click("#nav-settings")
+            s.wait_for("#save-settings", 15)
+            scan("settings")
+            shot(s, "settings-zh.png")
+        finally:
+            s.click("#toggle-lang")
+            if s.find("#unsaved-dialog"):
+                s.click("#unsaved-discard")
+        for h in leftovers:
+            log(f"  English left in {h['view']} ({h['where']} of {h['el']}): {h['text']!r}")
+        log(f"MEASURE English strings left in the 中文 interface: {len(leftovers)}")
+        assert not leftovers, f"{len(leftovers)} English strings in the 中文 interface (listed above)"
+
+    def ten_runs_memory():
+        # Issue #14: the app's memory after ten runs (README's performance table, release build:
+        # scripts/test.sh runs this against the packaged binary). Ten demo purchases on the
+        # in-app virtual phone, each checked against the phone's ground truth.
+        s.click("#nav-run")
+        log(f"MEASURE memory before the ten runs (app + webview processes): {mem_line()}")
+        for i in range(10):
+            s.select("#demo-scenario", "0")
+            s.click("#start-demo")
+            s.wait_for("#stop-run", 30)
+            status = wait_run_end(s, 180)
+            assert status == "succeeded", f"run {i + 1}: {status}"
+            # The demo resets the phone to its scenario's start: one order per run.
+            assert truth(sim_port)["orders_placed"] == 1, f"run {i + 1}: the demo's purchase is not on the phone"
+        time.sleep(3)
+        log(f"MEASURE memory after ten runs (app + webview processes): {mem_line()}")
+
     def secret_not_in_sqlite():
         files = [f for f in os.listdir(HOME_DIR)
                  if f.startswith("phoneagent.sqlite3") and os.path.isfile(os.path.join(HOME_DIR, f))]
@@ -762,6 +890,9 @@ def main():
     test("forty_steps_keep_up", forty_steps_keep_up)
     test("history_replay_and_export", history_and_export)
     test("phone_added_by_address_without_adb", phone_by_address)
+    test("chinese_everywhere", chinese_everywhere)
+    if os.environ.get("E2E_TEN_RUNS") == "1":
+        test("ten_runs_memory", ten_runs_memory)
     test("api_key_nowhere_in_sqlite", secret_not_in_sqlite)
     try:
         import sqlite3

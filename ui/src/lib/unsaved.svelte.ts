@@ -16,3 +16,14 @@ export function orphanedEntries(before: string[], after: string[]): string[] {
   const keep = new Set(after.filter((e) => e));
   return [...new Set(before.filter((e) => e && !keep.has(e)))];
 }
+
+/**
+ * The saved settings (`pristine`, JSON of `AppSettings`, or `''` before they are loaded) with
+ * `lang` set: the language switch saves the language at once, so switching it is no unsaved edit.
+ */
+export function withSavedLang(pristine: string, lang: string): string {
+  if (!pristine) return pristine;
+  const v = JSON.parse(pristine) as { lang?: string };
+  if (v.lang === lang) return pristine;
+  return JSON.stringify({ ...v, lang });
+}

@@ -44,19 +44,8 @@ pub struct DemoArgs {
     /// approve-for-me: policy/gate file (TOML or JSON; default: the config dir's, else defaults).
     #[arg(long, value_name = "FILE")]
     pub approval_policy: Option<PathBuf>,
-    /// Capture path (SPEC D8, D9): scrcpy (default: scrcpy's live stream and fast input when
-    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else raw
-    /// screencap and `input`), auto (scrcpy, else Android's screenrecord stream, else raw),
-    /// screenrecord, raw or png. screenrecord is opt-in (`auto`): it sends frames only when
-    /// the screen changes and has had less testing than scrcpy. A stream that
-    /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
-    #[arg(
-        long,
-        env = "PHONEAGENT_CAPTURE",
-        default_value = "scrcpy",
-        value_name = "PATH"
-    )]
-    pub capture: phoneagent_device::ScreenshotMode,
+    #[command(flatten)]
+    pub capture: super::run::CaptureArg,
 }
 
 /// Run the demo.
@@ -138,7 +127,7 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         AdbDevice::open(
             AdbServer::new(addr),
             &serial,
-            super::run::device_options(a.capture),
+            super::run::device_options(a.capture.mode),
         )
         .await?,
     );

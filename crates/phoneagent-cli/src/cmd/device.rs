@@ -31,19 +31,8 @@ pub struct DoctorArgs {
     /// Also send each role's model a tiny vision request (costs a few tokens).
     #[arg(long)]
     pub deep: bool,
-    /// Capture path (SPEC D8, D9): scrcpy (default: scrcpy's live stream and fast input when
-    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else raw
-    /// screencap and `input`), auto (scrcpy, else Android's screenrecord stream, else raw),
-    /// screenrecord, raw or png. screenrecord is opt-in (`auto`): it sends frames only when
-    /// the screen changes and has had less testing than scrcpy. The `capture` and
-    /// `input_path` lines show what this path gives here (env PHONEAGENT_CAPTURE).
-    #[arg(
-        long,
-        env = "PHONEAGENT_CAPTURE",
-        default_value = "scrcpy",
-        value_name = "PATH"
-    )]
-    pub capture: phoneagent_device::ScreenshotMode,
+    #[command(flatten)]
+    pub capture: super::run::CaptureArg,
 }
 
 /// `phoneagent screenshot`
@@ -312,7 +301,7 @@ pub async fn doctor(g: &Global, a: DoctorArgs) -> anyhow::Result<u8> {
     let device = match AdbDevice::connect(
         &plan_of(g),
         a.serial.as_deref(),
-        super::run::device_options(a.capture),
+        super::run::device_options(a.capture.mode),
     )
     .await
     {

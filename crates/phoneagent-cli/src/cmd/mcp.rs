@@ -90,14 +90,8 @@ pub struct McpArgs {
     /// Run without the gate reading the screen (OCR, SPEC S10). Not recommended.
     #[arg(long)]
     pub no_screen_reading: bool,
-    /// Capture path (SPEC D8): scrcpy, auto, screenrecord, raw or png (env PHONEAGENT_CAPTURE).
-    #[arg(
-        long,
-        env = "PHONEAGENT_CAPTURE",
-        default_value = "scrcpy",
-        value_name = "PATH"
-    )]
-    pub capture: phoneagent_device::ScreenshotMode,
+    #[command(flatten)]
+    pub capture: super::run::CaptureArg,
 }
 
 /// The person's terminal when stdin/stdout carry the protocol: prompts and answers on `/dev/tty`.
@@ -553,7 +547,7 @@ impl PhoneAgentMcp {
         let dev = AdbDevice::connect(
             &self.state.plan,
             want,
-            super::run::device_options(self.state.args.capture),
+            super::run::device_options(self.state.args.capture.mode),
         )
         .await?;
         let serial = dev.serial().to_string();

@@ -85,19 +85,8 @@ pub struct RunArgs {
     /// model's words. Not recommended.
     #[arg(long)]
     pub no_screen_reading: bool,
-    /// Capture path (SPEC D8, D9): scrcpy (default: scrcpy's live stream and fast input when
-    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else raw
-    /// screencap and `input`), auto (scrcpy, else Android's screenrecord stream, else raw),
-    /// screenrecord, raw or png. screenrecord is opt-in (`auto`): it sends frames only when
-    /// the screen changes and has had less testing than scrcpy. A stream that
-    /// dies falls back to raw without ending the run (env PHONEAGENT_CAPTURE).
-    #[arg(
-        long,
-        env = "PHONEAGENT_CAPTURE",
-        default_value = "scrcpy",
-        value_name = "PATH"
-    )]
-    pub capture: phoneagent_device::ScreenshotMode,
+    #[command(flatten)]
+    pub capture: CaptureArg,
 }
 
 /// The gate's screen reader (SPEC S10), or `None` with a warning saying why and how to fix it.
@@ -131,6 +120,25 @@ pub enum OnApproval {
 /// Device options for a `--capture` path (SPEC D8), with the IME journal beside the run store
 /// (`$PHONEAGENT_HOME/ime-journal` or the data directory's), so a run killed with SIGKILL has its
 /// phone's keyboard put back by the next command (SPEC D4).
+/// `--capture PATH`, shared by every command that opens a phone (SPEC D8, D9).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct CaptureArg {
+    /// Capture path (SPEC D8, D9): scrcpy (default: scrcpy's live stream and fast input when
+    /// scrcpy-server is found — SCRCPY_SERVER_PATH or the scrcpy package — else raw
+    /// screencap and `input`), auto (scrcpy, else Android's screenrecord stream, else raw),
+    /// screenrecord, raw or png. screenrecord is opt-in (`auto`): it sends frames only when
+    /// the screen changes and has had less testing than scrcpy. A stream that dies falls back
+    /// to raw without ending the run; `doctor`'s `capture` and `input_path` lines show what
+    /// each path gives on a phone (env PHONEAGENT_CAPTURE).
+    #[arg(
+        long = "capture",
+        env = "PHONEAGENT_CAPTURE",
+        default_value = "scrcpy",
+        value_name = "PATH"
+    )]
+    pub mode: phoneagent_device::ScreenshotMode,
+}
+
 pub fn device_options(capture: phoneagent_device::ScreenshotMode) -> AdbDeviceOptions {
     AdbDeviceOptions {
         screenshot_mode: capture,
@@ -347,7 +355,7 @@ pub async fn run(g: &Global, a: RunArgs) -> anyhow::Result<u8> {
         phoneagent_runtime::check_task_size(task, phoneagent_runtime::DEFAULT_MAX_TASK_CHARS)?;
     }
     let device: Arc<dyn Device> =
-        Arc::new(connect_device(g, a.serial.as_deref(), a.capture).await?);
+        Arc::new(connect_device(g, a.serial.as_deref(), a.capture.mode).await?);
     let routes = super::models::resolve_routes(&a.model)?;
     for why in &routes.unavailable {
         eprintln!("note: {why}");
