@@ -171,7 +171,7 @@ def shot(s, name):
 # Words the 中文 interface may show in Latin letters: product, protocol and format names.
 ZH_ALLOWED = ["PhoneAgent", "DEMO", "ADB", "adb", "USB", "Wi-Fi", "WiFi", "scrcpy", "screenrecord",
               "PNG", "png", "raw", "JPEG", "OpenAI", "API", "URL", "HTML", "JSON", "JSONL", "fps",
-              "ms", "px", "MB", "KB", "OCR", "MCP", "Android", "Qwen", "GLM", "AutoGLM", "UI-TARS",
+              "ms", "px", "MB", "KB", "tok", "OCR", "MCP", "Android", "Qwen", "GLM", "AutoGLM", "UI-TARS",
               "SQLite", "HTTP", "HTTPS", "IME", "TCP", "EN", "Key", "ID", "DPI", "CPU", "GPU"]
 
 # Visible text of the page's own interface that still holds an English word: text nodes,
@@ -183,6 +183,8 @@ const allowed = new Set(arguments[0].map(w => w.toLowerCase()));
 const out = [], seen = new Set();
 function shown(el) {
   if (el.closest('[data-verbatim], script, style, code, kbd, pre')) return false;
+  const d = el.closest('details');
+  if (d && !d.open && !el.closest('summary')) return false;
   const r = el.getBoundingClientRect(), st = getComputedStyle(el);
   return r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none';
 }

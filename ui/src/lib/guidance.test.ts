@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guidance, withoutCliAdvice } from './guidance';
+import { guidance, pathNote, withoutCliAdvice } from './guidance';
 
 describe('guidance', () => {
   it('sends a missing key to the model setup instead of showing the keyring error', () => {
@@ -41,5 +41,20 @@ describe('guidance', () => {
     expect(g.text).not.toContain('start-server');
     expect(g.text).toContain('USB');
     expect(g.detail).toContain('127.0.0.1:5037');
+  });
+});
+
+describe('pathNote', () => {
+  it('turns a missing scrcpy server into a sentence with its fix', () => {
+    const n = pathNote('scrcpy is not used: scrcpy-server not found: install scrcpy (apt install scrcpy / brew install scrcpy) or set SCRCPY_SERVER_PATH');
+    expect(n.key).toContain('Install scrcpy');
+    expect(n.command).toBe('apt install scrcpy');
+    expect(n.detail).toBe('');
+  });
+  it('keeps any other reason as the device said it, after a translatable lead', () => {
+    expect(pathNote('scrcpy is not used: server version 2.4 does not match 3.1')).toEqual({
+      key: 'scrcpy is not used:', command: '', detail: 'server version 2.4 does not match 3.1',
+    });
+    expect(pathNote('something else')).toEqual({ key: '', command: '', detail: 'something else' });
   });
 });

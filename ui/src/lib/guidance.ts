@@ -73,3 +73,24 @@ export function guidance(e: AppError): Guidance {
   }
   return { text: withoutCliAdvice(e.message), fix: null, detail };
 }
+
+/**
+ * The mirror's "faster path" note (issue #12 item 5) in words to translate: `key` is an English
+ * key for `t`, `command` a shell command that fixes it (shown as code, may be empty), `detail`
+ * the device's own words shown verbatim after it (may be empty).
+ */
+export function pathNote(note: string): { key: string; command: string; detail: string } {
+  const m = note.toLowerCase();
+  if (m.includes('scrcpy-server not found')) {
+    return { key: 'scrcpy is not used: its server was not found. Install scrcpy, or set SCRCPY_SERVER_PATH to its server file:', command: 'apt install scrcpy', detail: '' };
+  }
+  if (m.startsWith('scrcpy is not used:')) {
+    return { key: 'scrcpy is not used:', command: '', detail: note.slice('scrcpy is not used:'.length).trim() };
+  }
+  return { key: '', command: '', detail: note };
+}
+
+/** A readiness check's name (`screen_size`) in words to translate (English key for `t`). */
+export function checkLabel(name: string): string {
+  return name.replace(/_/g, ' ');
+}

@@ -24,12 +24,20 @@ export interface StepView {
   freshness: string | null;
   rejections: string[];
   toolResults: { tool: string; status: string; text: string }[];
-  notes: string[];
-  warnings: string[];
+  /** Notes and warnings: `lead` is the interface's word (English key for `t`, may be empty),
+   *  `detail` the runtime's or the model's own words (shown verbatim). */
+  notes: Line[];
+  warnings: Line[];
   recovery: string | null;
   promptTokens: number;
   completionTokens: number;
   costUsd: number;
+}
+
+/** A line of a step: the interface's `lead` (English key, may be empty) and verbatim `detail`. */
+export interface Line {
+  lead: string;
+  detail: string;
 }
 
 export interface TimelineState {
@@ -175,22 +183,22 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
       cur().recovery = `${ev.outcome} (${ev.code})${ev.detail ? ': ' + ev.detail : ''}`;
       break;
     case 'note':
-      cur().notes = [...cur().notes, ev.message];
+      cur().notes = [...cur().notes, { lead: '', detail: ev.message }];
       break;
     case 'tool_result':
       cur().toolResults = [...cur().toolResults, { tool: ev.tool, status: ev.status, text: ev.text }];
       break;
     case 'warning':
-      if (env.step > 0) cur().warnings = [...cur().warnings, `${ev.code}: ${ev.message}`];
+      if (env.step > 0) cur().warnings = [...cur().warnings, { lead: 'warning', detail: `${ev.code}: ${ev.message}` }];
       break;
     case 'finish_rejected':
-      cur().warnings = [...cur().warnings, `finish rejected by ${ev.by}: ${ev.message}`];
+      cur().warnings = [...cur().warnings, { lead: ev.by.startsWith('guard:') ? 'finish rejected by a guard' : `finish rejected by the ${ev.by.replace('_', ' ')}`, detail: `${ev.by.startsWith('guard:') ? ev.by.slice(6) + ': ' : ''}${ev.message}` }];
       break;
     case 'finish_verifier':
-      cur().notes = [...cur().notes, `verifier: ${ev.verdict} — ${ev.reason}`];
+      cur().notes = [...cur().notes, { lead: `verifier: ${ev.verdict}`, detail: ev.reason }];
       break;
     case 'device_lost':
-      if (env.step > 0) cur().warnings = [...cur().warnings, `device lost: ${ev.detail}`];
+      if (env.step > 0) cur().warnings = [...cur().warnings, { lead: 'device lost:', detail: ev.detail }];
       break;
     case 'run_finished':
       s.finished = { status: ev.status, termination_code: ev.termination_code, message: ev.message, duration_ms: ev.duration_ms };
@@ -251,21 +259,33 @@ export function overlayOf(points: MappedPoint[]): { x: number; y: number }[] {
 }
 
 /** A one-line label of an action. */
-export function actionLabel(a: Action | null): string {
-  if (!a) return '—';
+/**
+ * An action in two parts (issue #14, 中文 pass): `verb` is the interface's word (an English
+ * key for `t`), `detail` is shown verbatim (the model's target, text or message; never
+ * translated, marked `data-verbatim` where it is rendered).
+ */
+export function actionParts(a: Action | null): { verb: string; detail: string } {
+  if (!a) return { verb: '—', detail: '' };
+  const quoted = (v: string | null | undefined) => (v ? ` “${v}”` : '');
   switch (a.action) {
     case 'tap': case 'double_tap': case 'long_press':
-      return `${a.action.replace('_', ' ')}${a.target_description ? ` “${a.target_description}”` : ''}`;
-    case 'swipe': return 'swipe';
-    case 'type': return `type “${a.text ?? ''}”`;
-    case 'wait': return `wait ${a.seconds ?? ''}s`;
-    case 'finish': return `finish${a.confirm ? ' (confirm)' : ''}: ${a.message ?? ''}`;
-    case 'ask_user': return `ask: ${a.question ?? ''}`;
-    case 'take_over': return `take over: ${a.message ?? ''}`;
-    case 'note': return `note: ${a.message ?? ''}`;
-    case 'launch_app': return `launch ${a.name ?? ''}`;
-    default: return a.action;
+      return { verb: a.action.replace('_', ' '), detail: quoted(a.target_description) };
+    case 'swipe': return { verb: 'swipe', detail: '' };
+    case 'type': return { verb: 'type', detail: ` “${a.text ?? ''}”` };
+    case 'wait': return { verb: 'wait', detail: ` ${a.seconds ?? ''}s` };
+    case 'finish': return { verb: a.confirm ? 'finish (confirm)' : 'finish', detail: `: ${a.message ?? ''}` };
+    case 'ask_user': return { verb: 'ask', detail: `: ${a.question ?? ''}` };
+    case 'take_over': return { verb: 'take over', detail: `: ${a.message ?? ''}` };
+    case 'note': return { verb: 'note', detail: `: ${a.message ?? ''}` };
+    case 'launch_app': return { verb: 'launch', detail: ` ${a.name ?? ''}` };
+    default: return { verb: a.action, detail: '' };
   }
+}
+
+/** An action as one English line (exports, tests): `actionParts` joined. */
+export function actionLabel(a: Action | null): string {
+  const p = actionParts(a);
+  return p.verb + p.detail;
 }
 
 /** A gate reason code in words a user knows (English key for `t`; issue #14 item 5). */
