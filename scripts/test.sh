@@ -47,14 +47,13 @@ if [ "${SKIP_WEBDRIVER:-0}" = "1" ]; then
   echo "SKIP_WEBDRIVER=1: skipping the WebDriver tests"
 else
   step "desktop app: WebDriver end-to-end tests"
-  # KNOWN FAILING since session 6's merges (to fix first, see the issue notes): the
-  # approve-for-me scenario (the reviewer's second review comes before the person can grant the
-  # override) leaves a request open, and every scenario after it fails on the open dialog
-  # ("element click intercepted"). Until it is fixed, CI runs the scenarios that pass in this
-  # order; E2E_ONLY= (empty) runs them all.
-  if [ -z "${E2E_ONLY+x}" ]; then
-    export E2E_ONLY="virtual_phone_and_mirror,first_start_is_guided,draft_survives_view_switch,unsaved_settings_are_not_lost,settings_and_api_key_in_keyring,settings_test_connection,demo_without_a_phone_or_a_model,approve_hard_request_in_dialog,rejected_request_leaves_no_order,take_over_by_clicking_the_mirror,approve_from_notification,api_key_nowhere_in_sqlite"
-    echo "NOTE: skipping the known-failing WebDriver scenarios approve_for_me_override, approvals_tab_policy_switch_and_language, pause_and_resume, forty_steps_keep_up, history_replay_and_export, phone_added_by_address_without_adb (run them all with E2E_ONLY=)"
+  # KNOWN FAILING (issue #14, see README "Performance"): forty_steps_keep_up asserts that every
+  # event of a 40-step run reaches the Run view within 200 ms; measured 470-580 ms max on an idle
+  # 2-core machine (the page's main thread is busy 75-100% of the run). CI skips it until that
+  # holds; E2E_SKIP= (empty) runs it too. E2E_ONLY=a,b runs only the scenarios named.
+  if [ -z "${E2E_SKIP+x}" ]; then
+    export E2E_SKIP="forty_steps_keep_up"
+    echo "NOTE: skipping the known-failing WebDriver scenario forty_steps_keep_up (run it with E2E_SKIP=)"
   fi
   bash scripts/webdriver.sh
 fi
@@ -63,3 +62,8 @@ fi
 step "desktop app: build the .deb (release) and install and start it"
 bash scripts/package.sh
 bash scripts/test-package.sh
+# The release binary's memory after ten runs (README's performance table, issue #14): ten demo
+# purchases on the in-app virtual phone, each checked against the phone's ground truth.
+step "desktop app (release): memory after ten runs"
+APP="$CARGO_TARGET_DIR/release/phoneagent-app" SCRIPTED_MODEL="$CARGO_TARGET_DIR/debug/scripted-model" \
+  E2E_ONLY=virtual_phone_and_mirror,ten_runs_memory E2E_TEN_RUNS=1 E2E_SKIP= SHOTS= bash scripts/webdriver.sh

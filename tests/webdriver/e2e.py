@@ -171,7 +171,7 @@ def shot(s, name):
 # Words the 中文 interface may show in Latin letters: product, protocol and format names.
 ZH_ALLOWED = ["PhoneAgent", "DEMO", "ADB", "adb", "USB", "Wi-Fi", "WiFi", "scrcpy", "screenrecord",
               "PNG", "png", "raw", "JPEG", "OpenAI", "API", "URL", "HTML", "JSON", "JSONL", "fps",
-              "ms", "px", "MB", "KB", "tok", "OCR", "MCP", "Android", "Qwen", "GLM", "AutoGLM", "UI-TARS",
+              "ms", "px", "MB", "KB", "tok", "OCR", "MCP", "Android", "Qwen", "GLM", "AutoGLM", "UI-TARS", "uitars",
               "SQLite", "HTTP", "HTTPS", "IME", "TCP", "EN", "Key", "ID", "DPI", "CPU", "GPU"]
 
 # Visible text of the page's own interface that still holds an English word: text nodes,
@@ -260,6 +260,7 @@ def main():
     log(f"MEASURE memory idle, no phone (app + webview processes): {mem_line()}")
 
     only = [t for t in os.environ.get("E2E_ONLY", "").split(",") if t]
+    skip = {t for t in os.environ.get("E2E_SKIP", "").split(",") if t}
 
     # Issue #14: how long the webview's main thread is blocked at a time. WebKitGTK has no
     # long-task observer, so a 10 ms interval timer records how late it fires (a blocked main
@@ -282,6 +283,9 @@ def main():
 
     def test(name, fn):
         if only and not any(o in name for o in only):
+            return
+        if name in skip:
+            log("--- SKIPPED (E2E_SKIP)", name)
             return
         log("---", name)
         try:

@@ -116,6 +116,9 @@ export const catalogue: Record<string, string> = {
   // Readiness checks (the device's check names).
   state: '状态', screenshot: '截图', 'screen size': '屏幕尺寸', rotation: '屏幕方向', input: '输入', 'input path': '输入方式',
   density: '像素密度', 'adb keyboard': 'ADB 键盘', capture: '采集方式', 'screen reading': '屏幕识别',
+  generic: '通用',
+  // Run phases.
+  observing: '观察中', calibrating: '校准中', planning: '规划中', gating: '安全检查中', awaiting_human: '等你回应', executing: '执行中', verifying: '核验中', recovering: '恢复中', device_lost: '手机已断开', taken_over: '你在操作',
   // Phone states (adb's words).
   device: '已连接', unauthorized: '未授权', offline: '离线',
   'The agent wants to': '智能体想要', tap: '点击', 'long press': '长按', 'double tap': '双击', 'type text': '输入文字', swipe: '滑动', 'launch app': '打开应用', 'commit irreversible': '不可撤销操作',
