@@ -35,6 +35,9 @@ struct Cell {
     p50: f64,
     p95: f64,
     fps: f64,
+    /// Frames the phone's stream delivered (decoded) per second in the same window, `None` on
+    /// the screenshot paths: the mirror cannot show more than the phone sends.
+    phone_fps: Option<f64>,
     kb: usize,
 }
 
@@ -102,6 +105,7 @@ async fn measure(
     // Sustained rate: the screen changes every 16 ms for 3 s.
     while rx.try_recv().is_ok() {}
     let window = Duration::from_secs(3);
+    let decoded0 = dev.stream().await.map(|s| s.decode_stats().0);
     let t0 = Instant::now();
     let mut frames = 0usize;
     let mut i = 0usize;
@@ -112,6 +116,10 @@ async fn measure(
             m = rx.recv() => if matches!(m, Some((_, MirrorMessage::Frame { .. }))) { frames += 1 },
         }
     }
+    let phone_fps = match (decoded0, dev.stream().await) {
+        (Some(n0), Some(s)) => Some((s.decode_stats().0 - n0) as f64 / t0.elapsed().as_secs_f64()),
+        _ => None,
+    };
     cancel.cancel();
     drop(dev);
     sim.shutdown().await;
@@ -120,6 +128,7 @@ async fn measure(
         p50: pct(&lat, 0.5),
         p95: pct(&lat, 0.95),
         fps: frames as f64 / window.as_secs_f64(),
+        phone_fps,
         kb: bytes / lat.len().max(1) / 1024,
     })
 }
@@ -139,8 +148,8 @@ fn main() -> anyhow::Result<()> {
     println!(
         "desktop mirror on the virtual phone: {changes} screen changes per cell for latency, 3 s of changes every 16 ms for fps"
     );
-    println!("| profile | capture | change → frame p50 ms | p95 ms | fps | KB/frame |");
-    println!("|---|---|---|---|---|---|");
+    println!("| profile | capture | change → frame p50 ms | p95 ms | fps | phone fps | KB/frame |");
+    println!("|---|---|---|---|---|---|---|");
     for profile in ["instant", "real"] {
         for mode in [
             ScreenshotMode::Scrcpy,
@@ -150,8 +159,14 @@ fn main() -> anyhow::Result<()> {
         ] {
             let c = rt.block_on(measure(profile, mode, &jar, changes))?;
             println!(
-                "| {profile} | {} | {:.0} | {:.0} | {:.1} | {} |",
-                c.path, c.p50, c.p95, c.fps, c.kb
+                "| {profile} | {} | {:.0} | {:.0} | {:.1} | {} | {} |",
+                c.path,
+                c.p50,
+                c.p95,
+                c.fps,
+                c.phone_fps
+                    .map_or_else(|| "–".to_string(), |f| format!("{f:.1}")),
+                c.kb
             );
         }
     }
