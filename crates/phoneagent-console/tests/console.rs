@@ -330,7 +330,7 @@ fn settings_persist_and_keys_never_enter_them() {
 /// with this computer's own key; the address is remembered across restarts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
-    use phoneagent_console::console::DIRECT_TCP;
+    use phoneagent_console::devices::DIRECT_TCP;
     use phoneagent_sim::{AdbdConfig, SimConfig, SimServer};
 
     let dir = tempfile::tempdir().unwrap();
