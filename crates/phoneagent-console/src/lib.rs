@@ -9,8 +9,13 @@
 //! [`Console::picture`]. Nothing here decides what the agent does.
 //!
 //! Code map:
-//! * [`console`] — [`Console`]: device sources, the in-process virtual phone, the mirror, runs,
-//!   approvals, settings, keys (OS keyring only), history and exports.
+//! * [`console`] — [`Console`]: the state, [`Console::open`], [`Console::subscribe`]; its
+//!   methods live by panel: [`devices`] (device sources, direct links, the virtual phone,
+//!   readiness, the person's taps), [`mirror`], [`runs`] (tasks and demos through a runtime
+//!   `Session`, SPEC A7), [`approvals`] (pending requests, notifications, approve-for-me),
+//!   [`settings`] (settings, keys in the OS keyring only), [`history`] (runs, events, ledger,
+//!   exports).
+//! * [`demo`] — the demo's scripted model and run configuration, shared with `phoneagent demo`.
 //! * [`dispatch`] — [`Console::dispatch`]: every command by name with the arguments the UI sends
 //!   (camelCase, as Tauri names them), results serialized as the typed methods return them.
 //! * [`events`] — [`ConsoleEvent`] and the event names the UI listens to.
@@ -26,16 +31,21 @@
 //! Environment: `PHONEAGENT_APP_SIM_PORT` (port of the virtual phone, default ephemeral),
 //! `ADB_SERVER_SOCKET` / `ANDROID_ADB_SERVER_PORT` (the user's adb server).
 
+pub mod approvals;
 pub mod connection;
 pub mod console;
+pub mod demo;
+pub mod devices;
 pub mod dispatch;
 pub mod dto;
 pub mod error;
 pub mod events;
 #[doc(hidden)]
 pub mod fixtures;
+pub mod history;
 pub mod mirror;
 pub mod notify;
+pub mod runs;
 pub mod settings;
 
 pub use console::Console;

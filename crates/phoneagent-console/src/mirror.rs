@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use phoneagent_device::{AdbDevice, Device, DeviceError, frame, stream};
 use tokio_util::sync::CancellationToken;
 
+use crate::console::lock;
 use crate::dto::{MirrorFrame, MirrorMessage};
+use crate::error::AppResult;
 
 /// Longest side of a mirror frame sent to the webview, px (issue #14: a full 1080×2400 PNG as
 /// base64 per frame kept the webview's main thread busy; the device size still goes along, so
@@ -328,6 +330,58 @@ pub fn serve(
             cache_control,
             bytes: b"not found".to_vec(),
         },
+    }
+}
+
+impl crate::Console {
+    /// Start mirroring the selected phone (SPEC U1): live video from its screen stream when
+    /// one runs, else polled screenshots; messages go to `send` until it fails or the mirror is
+    /// stopped / restarted (see [`crate::mirror::run_mirror`]).
+    pub async fn start_mirror<F>(&self, send: F) -> AppResult<()>
+    where
+        F: Fn(MirrorMessage) -> bool + Send + Sync + 'static,
+    {
+        let dev = self.open_selected().await?;
+        let cancel = CancellationToken::new();
+        if let Some(old) = lock(&self.mirror).replace(cancel.clone()) {
+            old.cancel();
+        }
+        self.mirror_slot.clear();
+        tokio::spawn(crate::mirror::run_mirror(
+            dev,
+            self.mirror_slot.clone(),
+            send,
+            cancel,
+        ));
+        Ok(())
+    }
+
+    /// The newest mirror frame (for the `pa:` URI scheme).
+    pub fn mirror_slot(&self) -> &MirrorSlot {
+        &self.mirror_slot
+    }
+
+    /// Downscaled stored screenshots (for the `pa:` URI scheme).
+    pub fn thumb_cache(&self) -> &ThumbCache {
+        &self.thumbs
+    }
+
+    /// Answer a picture path (`mirror/<seq>`, `thumb/<sha256>`, `view/<sha256>`,
+    /// `shot/<sha256>`; a leading `/` and `%2F` for `/` are accepted), see
+    /// [`crate::mirror::serve`]. Decodes and scales stored screenshots: call it on a blocking
+    /// thread.
+    pub fn picture(&self, path: &str) -> PictureResponse {
+        crate::mirror::serve(path, &self.mirror_slot, &self.thumbs, |h| {
+            self.screenshot_bytes(h)
+        })
+    }
+
+    /// Stop the mirror.
+    pub fn stop_mirror(&self) {
+        if let Some(c) = lock(&self.mirror).take() {
+            c.cancel();
+        }
+        self.mirror_slot.clear();
     }
 }
 

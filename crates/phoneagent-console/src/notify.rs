@@ -4,15 +4,16 @@
 //! notification server supports actions); `ask_user` and `take_over` show a notification that
 //! points at the app. Each notification waits for its action on its own OS thread (the blocking
 //! notify-rust API over libdbus; ENVIRONMENT.md: its async API panics with that backend),
-//! and answers through [`PendingApprovals::answer`], the same validated path as the in-app
-//! dialog. Whichever answers first wins: the loser gets `unknown_request`, and when the request
+//! and answers through the run's [`Session`] (`Op::Answer` as the person), the same validated
+//! path as the in-app dialog. Whichever answers first wins: the loser gets `unknown_request`, and when the request
 //! is resolved (by the dialog, expiry or cancel) [`Notifier::withdraw`] closes the notification.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use phoneagent_protocol::Op;
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
-use phoneagent_runtime::{Lang, PendingApprovals};
+use phoneagent_runtime::{Lang, Session};
 
 /// Shows and withdraws notifications; cheap to clone.
 #[derive(Clone, Default)]
@@ -148,16 +149,10 @@ impl Notifier {
         Self::default()
     }
 
-    /// Show a notification for request `id` on a background thread; answers go to `approvals`.
+    /// Show a notification for request `id` on a background thread; answers go to `session`.
     /// Failures (no notification server) are logged and otherwise ignored: the in-app dialog
     /// is always there.
-    pub fn show(
-        &self,
-        id: String,
-        kind: HumanRequestKind,
-        approvals: PendingApprovals,
-        lang: Lang,
-    ) {
+    pub fn show(&self, id: String, kind: HumanRequestKind, session: Session, lang: Lang) {
         let shown = self.shown.clone();
         let spawned = std::thread::Builder::new().name("approval-notification".into()).spawn(move || {
             let (summary, body) = notification_text(&kind, lang);
@@ -177,7 +172,7 @@ impl Notifier {
             {
                 let mut map = shown.lock().unwrap_or_else(|p| p.into_inner());
                 // The request may have been answered while the notification was being shown.
-                if approvals.pending().iter().all(|r| r.id != id) {
+                if session.pending().iter().all(|r| r.id != id) {
                     drop(map);
                     handle.close();
                     return;
@@ -186,8 +181,8 @@ impl Notifier {
             }
             handle.wait_for_action(|action| {
                 if let Some(resp) = response_for_action(action) {
-                    match approvals.answer(&id, resp) {
-                        Ok(()) => tracing::info!(request = %id, action, "answered from the notification"),
+                    match session.submit(Op::Answer { request_id: id.clone(), response: resp }) {
+                        Ok(_) => tracing::info!(request = %id, action, "answered from the notification"),
                         Err(e) => tracing::info!(request = %id, error = %e, "notification answer lost the race"),
                     }
                 }

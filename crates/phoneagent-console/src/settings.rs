@@ -3,7 +3,7 @@
 //! API keys are not settings: they live in the OS keyring under each profile's `key_entry`
 //! (SPEC P5); [`AppSettings`] never carries a key, only the entry name.
 
-use phoneagent_llm::{ActionProtocol, ModelsConfig, Price, Profile, Role};
+use phoneagent_llm::{ActionProtocol, ApiKey, KeyStore, ModelsConfig, Price, Profile, Role};
 use phoneagent_protocol::family::FamilySetting;
 use phoneagent_protocol::{AccessMode, CoordinateSpace};
 use phoneagent_review::auto::AutoReviewConfig;
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use ts_rs::TS;
 
+use crate::dto::{ConnectionTestView, FamilyView, KeyStatus, ModelCatalog, SetupStatus};
 use crate::error::{AppError, AppResult};
 
 /// Key of the settings row in the store.
@@ -427,6 +428,125 @@ impl AppSettings {
 /// `invalid_input` naming the accepted values.
 pub fn parse_mode(s: &str) -> AppResult<AccessMode> {
     s.parse::<AccessMode>().map_err(AppError::invalid)
+}
+
+// ---- the console's settings and keys (SPEC U5, P5) ----
+
+impl crate::Console {
+    /// Set the app's language (`en`/`zh`): the UI's, and that of receipts and reviewer reasons
+    /// of the runs started from now on (issue 7: reasons follow the app's language).
+    ///
+    /// # Errors
+    /// `invalid_input` for another language.
+    pub fn set_language(&self, lang: &str) -> AppResult<()> {
+        let mut s = self.settings()?;
+        if !matches!(lang, "en" | "zh") {
+            return Err(AppError::invalid(format!(
+                "language {lang:?}: use en or zh"
+            )));
+        }
+        s.lang = lang.to_string();
+        self.store
+            .set_setting(crate::settings::SETTINGS_KEY, &s)
+            .map_err(AppError::from)
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> AppResult<AppSettings> {
+        AppSettings::load(&self.store)
+    }
+
+    /// Validate and save the settings.
+    pub fn save_settings(&self, s: &AppSettings) -> AppResult<()> {
+        s.save(&self.store)
+    }
+
+    /// The OS keyring the app's keys live in (for Settings' connection test and the
+    /// first-start check, `crate::connection`).
+    pub fn key_store(&self) -> &KeyStore {
+        &self.keys
+    }
+
+    /// The provider presets and model families Settings offers (SPEC M7, M8).
+    pub fn model_catalog(&self) -> ModelCatalog {
+        crate::connection::catalog()
+    }
+
+    /// The family a profile talks in: as set, or detected from its model name (SPEC M7).
+    ///
+    /// # Errors
+    /// `invalid_input` for a family setting that does not parse.
+    pub fn profile_family(&self, profile: &ModelProfile) -> AppResult<FamilyView> {
+        crate::connection::family_of(profile)
+    }
+
+    /// Settings' Test connection of a profile as edited (SPEC M1, M4, M7, M8): the shared
+    /// step-by-step connection test on synthetic images, with its key from the keyring.
+    ///
+    /// # Errors
+    /// A profile that does not make a model route.
+    pub async fn test_connection(&self, profile: &ModelProfile) -> AppResult<ConnectionTestView> {
+        crate::connection::test_connection(&self.keys, profile).await
+    }
+
+    /// Whether profile `profile` (the actor's when empty) can start a task (issue #14 item 3).
+    ///
+    /// # Errors
+    /// Store errors reading the settings.
+    pub async fn setup_status(&self, profile: &str) -> AppResult<SetupStatus> {
+        let settings = self.settings()?;
+        Ok(crate::connection::setup_status(&self.keys, &settings, profile).await)
+    }
+
+    /// Whether each keyring entry holds a key (never the key).
+    pub async fn key_status(&self, entries: Vec<String>) -> Vec<KeyStatus> {
+        let keys = self.keys.clone();
+        let res = tokio::task::spawn_blocking(move || {
+            entries
+                .into_iter()
+                .map(|entry| match keys.has(&entry) {
+                    Ok(present) => KeyStatus {
+                        entry,
+                        present,
+                        error: None,
+                    },
+                    Err(e) => KeyStatus {
+                        entry,
+                        present: false,
+                        error: Some(e.to_string()),
+                    },
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        res.unwrap_or_default()
+    }
+
+    /// Store (or replace) the API key of keyring entry `entry`. The key goes straight to the
+    /// OS keyring; it is not logged, stored elsewhere or returned.
+    pub async fn set_api_key(&self, entry: String, key: String) -> AppResult<()> {
+        phoneagent_llm::keystore::validate_entry_name(&entry)?;
+        let key = ApiKey::new(key);
+        if key.is_empty() {
+            return Err(AppError::invalid(
+                "the key is empty: paste the key, or use Delete to remove it",
+            ));
+        }
+        let keys = self.keys.clone();
+        tokio::task::spawn_blocking(move || keys.set(&entry, &key))
+            .await
+            .map_err(|e| AppError::internal(format!("keyring task failed: {e}")))??;
+        Ok(())
+    }
+
+    /// Delete the API key of `entry`; true when one was stored.
+    pub async fn delete_api_key(&self, entry: String) -> AppResult<bool> {
+        phoneagent_llm::keystore::validate_entry_name(&entry)?;
+        let keys = self.keys.clone();
+        Ok(tokio::task::spawn_blocking(move || keys.delete(&entry))
+            .await
+            .map_err(|e| AppError::internal(format!("keyring task failed: {e}")))??)
+    }
 }
 
 #[cfg(test)]

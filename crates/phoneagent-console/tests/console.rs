@@ -330,7 +330,7 @@ fn settings_persist_and_keys_never_enter_them() {
 /// with this computer's own key; the address is remembered across restarts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
-    use phoneagent_console::console::DIRECT_TCP;
+    use phoneagent_console::devices::DIRECT_TCP;
     use phoneagent_sim::{AdbdConfig, SimConfig, SimServer};
 
     let dir = tempfile::tempdir().unwrap();
@@ -456,4 +456,46 @@ async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
     let runs = state.list_runs(10).unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r.demo), "history marks demo runs");
+}
+
+/// The approval contract of the dialog's Skip button (`ApprovalDialog.svelte`, `#skip-btn`
+/// sends `{type: "reject", note: null}`): an `ask_user` question skipped from the UI is taken by
+/// the run's session (the old bug answered `mismatched_response`), and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_user_question_skipped_from_the_ui_is_accepted() {
+    let f = fixture(vec![
+        ScriptEntry::text(r#"do(action="Interact", message="Which size do you want?")"#),
+        ScriptEntry::text(r#"finish(message="done")"#),
+        ScriptEntry::text(r#"finish(message="done", confirm=True)"#),
+    ])
+    .await;
+    let rec = Recorder::follow(&f.state);
+    f.state
+        .start_run(StartRunRequest {
+            task: "buy a shirt".into(),
+            profile: String::new(),
+            max_steps: 6,
+            mode: "wary".into(),
+        })
+        .await
+        .unwrap();
+    let id = rec.wait("the question", |r| r.pending_request()).await;
+    let pending = f.state.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].kind, "ask_user");
+    // Exactly what the Skip button sends, through the same dispatch the web console uses.
+    f.state
+        .dispatch(
+            "answer_request",
+            serde_json::json!({"id": id, "answer": {"type": "reject", "note": null}}),
+        )
+        .await
+        .unwrap();
+    let ended = rec
+        .wait("the run to end", |r| r.ended.lock().unwrap().clone())
+        .await;
+    assert!(!ended.run_id.is_empty(), "{ended:?}");
+    assert!(rec.kinds().contains(&"human_resolved"), "{:?}", rec.kinds());
+    assert!(f.state.active_run().is_none());
+    f.model.shutdown().await;
 }

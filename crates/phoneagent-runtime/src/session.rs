@@ -323,6 +323,15 @@ impl Session {
         self.inner.pending.next_pending().await
     }
 
+    /// Live approve-for-me state of the active run (SPEC AR7/AR8), `None` without an active
+    /// approve-for-me run (a front end's status panel; changes go through
+    /// [`Op::GrantOverride`] and [`Op::SetAutoReviewSuspended`]).
+    pub fn auto_review_status(&self) -> Option<AutoReviewStatus> {
+        lock(&self.inner.active)
+            .as_ref()
+            .and_then(|a| a.auto_review.as_ref().map(AutoReviewHandle::status))
+    }
+
     /// True while a run is active.
     pub fn is_busy(&self) -> bool {
         lock(&self.inner.active).is_some()

@@ -8,14 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use phoneagent_console::demo::{DemoModel, demo_config};
 use phoneagent_device::{AdbDevice, AdbServer, AdbServerAddr, Device};
-use phoneagent_protocol::{AccessMode, CoordinateSpace};
+use phoneagent_protocol::AccessMode;
 use phoneagent_runtime::store_recorder::StoreRecorder;
-use phoneagent_runtime::{
-    AgentConfig, Delegation, ModelRoute, PolicyApprover, Session, SessionParts,
-};
+use phoneagent_runtime::{Delegation, PolicyApprover, Session, SessionParts};
 use phoneagent_sim::{SimConfig, SimServer};
-use phoneagent_testkit::{Script, ScriptedModel, ScriptedModelConfig, SimTarget};
 
 use super::Global;
 use super::run::{exit_code, open_store, run_task, spawn_printer, write_export};
@@ -109,18 +107,10 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
             .reset(scenario.start_screen)
             .context("cannot put the virtual phone on the scenario's first screen")?;
     }
-    let script = Script::parse_jsonl(scenario.script).context("the demo script is invalid")?;
-    let model = ScriptedModel::start(ScriptedModelConfig {
-        script,
-        space: CoordinateSpace::Relative0999,
-        sim: Some(SimTarget {
-            port: sim.port(),
-            serial: Some(serial.clone()),
-        }),
-        ..ScriptedModelConfig::default()
-    })
-    .await
-    .context("cannot start the scripted model server")?;
+    // The same rig as the app's "Run demo" (phoneagent_console::demo).
+    let model = DemoModel::start(scenario, sim.port(), &serial)
+        .await
+        .map_err(anyhow::Error::msg)?;
 
     let addr = AdbServerAddr::parse(&format!("127.0.0.1:{}", sim.port()))?;
     let device: Arc<dyn Device> = Arc::new(
@@ -131,14 +121,6 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
         )
         .await?,
     );
-    let route = |role: &str| {
-        ModelRoute::unkeyed(
-            &model.base_url(),
-            "scripted-model",
-            CoordinateSpace::Relative0999,
-            format!("demo-{role}"),
-        )
-    };
     let store = open_store()?;
     let auto_review = if scenario.mode == AccessMode::ApproveForMe {
         super::approvals::load_policy(a.approval_policy.as_deref())?
@@ -150,22 +132,17 @@ pub async fn demo(_g: &Global, a: DemoArgs) -> anyhow::Result<u8> {
     let session = Session::new(
         SessionParts {
             device,
-            actor: route("actor")?,
-            verifier: Some(route("verifier")?),
+            actor: model.route("actor")?,
+            verifier: Some(model.route("verifier")?),
             safety_reviewer: None,
-            auto_reviewer: Some(route("auto-reviewer")?),
+            auto_reviewer: Some(model.route("auto-reviewer")?),
             auto_review,
             recorder: Arc::new(StoreRecorder::new(store.clone())),
             calibration_cache: None,
             screen_reader: super::run::screen_reader(false),
             person: Some(Arc::new(PolicyApprover { approve: false })),
         },
-        AgentConfig {
-            mode: scenario.mode,
-            max_steps: 20,
-            demo: true,
-            ..AgentConfig::default()
-        },
+        demo_config(scenario),
         Delegation::default(),
     );
     let printer = spawn_printer(session.subscribe(), a.json);

@@ -261,6 +261,10 @@ async fn hard_mode_answers_are_validated_and_only_the_person_approves() {
         "nothing ran while the approval waited"
     );
     assert_eq!(s.status().pending.len(), 1);
+    assert!(
+        s.auto_review_status().is_none(),
+        "no approve-for-me status outside that mode"
+    );
     assert!(matches!(
         s.submit(Op::GrantOverride {
             request_id: id.clone()

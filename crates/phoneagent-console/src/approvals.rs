@@ -1,0 +1,187 @@
+//! Approvals (SPEC U4, AR1–AR8): the human requests of the running task — held, validated and
+//! resolved by its runtime session (registered before they are announced; answers checked
+//! against id, expiry and the kind's allowed responses) — the native notifications that
+//! mirror them, and the approve-for-me controls, policy and ledger.
+
+use phoneagent_protocol::event::{HumanRequestKind, HumanResponse};
+use phoneagent_protocol::{AgentEvent, ApprovalReview, EventEnvelope, Op};
+use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant};
+use phoneagent_runtime::{Ack, HumanRequest, Session};
+
+use crate::console::Console;
+use crate::dto::{AnswerInput, PendingRequest};
+use crate::error::{AppError, AppResult};
+use crate::settings::ApprovalPolicySettings;
+
+/// The pending-request view of a runtime request.
+pub fn pending_view(r: &HumanRequest) -> PendingRequest {
+    let mut p = PendingRequest {
+        id: r.id.clone(),
+        kind: String::new(),
+        tool: None,
+        target: None,
+        tier: None,
+        reasons: vec![],
+        text: None,
+        task: r.task.clone(),
+        expires_at_ms: r.expires_at_ms,
+    };
+    match &r.kind {
+        HumanRequestKind::Approval {
+            tool,
+            target,
+            tier,
+            reasons,
+            ..
+        } => {
+            p.kind = "approval".into();
+            p.tool = Some(tool.clone());
+            p.target = Some(target.clone());
+            p.tier = serde_json::to_value(tier)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string));
+            p.reasons = reasons.clone();
+        }
+        HumanRequestKind::AskUser { question } => {
+            p.kind = "ask_user".into();
+            p.text = Some(question.clone());
+        }
+        HumanRequestKind::TakeOver { message } => {
+            p.kind = "take_over".into();
+            p.text = Some(message.clone());
+        }
+    }
+    p
+}
+
+fn to_response(a: AnswerInput) -> HumanResponse {
+    match a {
+        AnswerInput::Approve => HumanResponse::Approve,
+        AnswerInput::Reject { note } => HumanResponse::Reject {
+            note: note.filter(|n| !n.trim().is_empty()),
+        },
+        AnswerInput::Answer { text } => HumanResponse::Answer { text },
+        AnswerInput::HandBack => HumanResponse::HandBack,
+    }
+}
+
+impl Console {
+    /// Requests waiting for a human.
+    pub fn pending(&self) -> Vec<PendingRequest> {
+        self.session()
+            .map(|s| s.pending().iter().map(pending_view).collect())
+            .unwrap_or_default()
+    }
+
+    /// Answer request `id` (validated by the run's session against the pending id, its expiry
+    /// and the answers it takes). Requests are registered before they are announced, so an
+    /// answer sent on sight is never refused; an unknown id is refused at once.
+    ///
+    /// # Errors
+    /// `unknown_request`, `expired_request`, `mismatched_response`.
+    pub async fn answer(&self, id: &str, answer: AnswerInput) -> AppResult<()> {
+        self.submit(Op::Answer {
+            request_id: id.to_string(),
+            response: to_response(answer),
+        })
+        .map(drop)
+        .map_err(|e| {
+            if e.code == "not_running" {
+                AppError::new(
+                    "unknown_request",
+                    format!("no pending request with id {id}: no task is running"),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Notifications follow the run's requests: shown when one is asked (if enabled),
+    /// withdrawn when it is resolved.
+    pub(crate) fn on_event(&self, session: &Session, env: &EventEnvelope, notifications: bool) {
+        match &env.event {
+            AgentEvent::HumanRequested {
+                request_id,
+                request,
+                ..
+            } if notifications => {
+                self.notifier.show(
+                    request_id.clone(),
+                    request.clone(),
+                    session.clone(),
+                    self.lang(),
+                );
+            }
+            AgentEvent::HumanResolved { request_id, .. } => {
+                self.notifier.withdraw(request_id, self.lang());
+            }
+            _ => {}
+        }
+    }
+
+    /// Live approve-for-me state of the running task (SPEC AR7/AR8: reviews and failures left,
+    /// breaker counters, recent denials), or `None` when no approve-for-me run is going.
+    pub fn approval_status(&self) -> Option<AutoReviewStatus> {
+        self.session().and_then(|s| s.auto_review_status())
+    }
+
+    /// One-time override of the running approve-for-me task's denial `request_id` (the one the
+    /// user clicked; SPEC AR7): the identical call may pass once, within the TTL, and the
+    /// reviewer still decides, seeing the grant.
+    ///
+    /// # Errors
+    /// `not_running` without an approve-for-me run; `invalid_input` when the denial is no longer
+    /// among the recent ones.
+    pub fn grant_override(&self, request_id: &str) -> AppResult<OverrideGrant> {
+        match self.submit(Op::GrantOverride {
+            request_id: request_id.to_string(),
+        })? {
+            Ack::Override(g) => Ok(g),
+            other => Err(AppError::internal(format!(
+                "unexpected acknowledgement {other:?}"
+            ))),
+        }
+    }
+
+    /// Switch the approve-for-me reviewer of the running task off (`true`: requests the policy
+    /// sends to the reviewer go to the human instead) or back on (SPEC AR8, the Approvals
+    /// tab's switch). `never` rules keep denying either way.
+    ///
+    /// # Errors
+    /// `not_running` without an approve-for-me run.
+    pub fn set_auto_review_suspended(&self, suspended: bool) -> AppResult<AutoReviewStatus> {
+        match self.submit(Op::SetAutoReviewSuspended { suspended })? {
+            Ack::AutoReview(s) => Ok(s),
+            other => Err(AppError::internal(format!(
+                "unexpected acknowledgement {other:?}"
+            ))),
+        }
+    }
+
+    /// The approve-for-me policy runs will use, and where it comes from (SPEC AR2–AR7); with an
+    /// invalid `approval-policy.toml` next to the database, the defaults and the problem.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn approval_policy(&self) -> AppResult<ApprovalPolicySettings> {
+        ApprovalPolicySettings::load_for_editing(&self.store, self.config_dir())
+    }
+
+    /// Validate and save the approve-for-me policy; used from the next approve-for-me run.
+    ///
+    /// # Errors
+    /// `invalid_input` naming the wrong rule or option.
+    pub fn save_approval_policy(&self, config: &AutoReviewConfig) -> AppResult<()> {
+        ApprovalPolicySettings::save(&self.store, config)
+    }
+
+    /// The approve-for-me ledger of a run (SPEC AR8): one row per approval request, in order,
+    /// rebuilt from the run's events.
+    ///
+    /// # Errors
+    /// `invalid_input` for a malformed id; store errors.
+    pub fn approval_reviews(&self, id: &str) -> AppResult<Vec<ApprovalReview>> {
+        Ok(self.store.approval_reviews(Self::run_uuid(id)?)?)
+    }
+}
