@@ -315,6 +315,11 @@ def main():
         assert "提交订单" in (s.text("#approval-dialog") or "")
         request_id = s.attr("#approval-dialog", "data-request-id")
         assert truth()["orders_placed"] == 0, "nothing may run before approval"
+        # A page opened while the request waits (here: reloaded) replays the run and shows it.
+        s.cmd("POST", "/refresh", {})
+        s.wait_for("#approval-dialog", 30)
+        assert s.attr("#approval-dialog", "data-request-id") == request_id
+        assert s.find("#stop-run"), "the reloaded page does not know the run is going"
         s.click("#approve-btn")
         s.wait_gone("#approval-dialog", 15)
         s.wait_until("an order in the ground truth", lambda: truth()["orders_placed"] == 1, 30)
