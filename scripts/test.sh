@@ -26,9 +26,11 @@ step "UI: npm ci, svelte-check (strict TypeScript), vitest, vite build"
 step "clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The core crates must never depend on Tauri (ARCHITECTURE.md).
-if cargo tree -p phoneagent-runtime --locked 2>/dev/null | grep -q tauri; then
-  echo "phoneagent-runtime depends on tauri: core crates must not" >&2; exit 1
-fi
+for crate in phoneagent-runtime phoneagent-console; do
+  if cargo tree -p "$crate" --locked 2>/dev/null | grep -q tauri; then
+    echo "$crate depends on tauri: core crates (and the console backend) must not" >&2; exit 1
+  fi
+done
 
 # ts-rs writes to ui/src/lib/bindings (TS_RS_EXPORT_DIR in .cargo/config.toml).
 step "cargo nextest (the whole workspace; regenerates ui/src/lib/bindings and the event fixture)"

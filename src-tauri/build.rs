@@ -7,7 +7,7 @@
 fn ensure_frontend_dist() {
     let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/dist");
     println!("cargo:rerun-if-changed={}", dist.display());
-    println!("cargo:rerun-if-changed=src/command_names.rs");
+    println!("cargo:rerun-if-changed=../crates/phoneagent-console/src/command_names.rs");
     if dist.join("index.html").exists() {
         return;
     }
@@ -24,8 +24,9 @@ fn ensure_frontend_dist() {
     }
 }
 
-/// The app's command names, shared with `src/commands.rs` (one list for both).
-const COMMANDS: &[&str] = include!("src/command_names.rs");
+/// The app's command names, shared with the console crate (`phoneagent_console::COMMANDS`) and
+/// `src/commands.rs` (one list for all).
+const COMMANDS: &[&str] = include!("../crates/phoneagent-console/src/command_names.rs");
 
 fn main() {
     ensure_frontend_dist();

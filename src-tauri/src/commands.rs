@@ -1,42 +1,25 @@
-//! The `#[tauri::command]`s: one-line adapters over [`AppState`] (SPEC U7). Each returns
+//! The `#[tauri::command]`s: one-line typed adapters over [`Console`] (SPEC U7, issue #13);
+//! `phoneagent web` serves the same commands through [`Console::dispatch`]. Each returns
 //! `Result<T, AppError>`; the webview sees errors as `{code, message}`. Commands that read the
 //! store are `async` so they run on the async runtime, never on the main thread (on Linux the
 //! webview's UI thread: a slow export or many thumbnails would freeze the window).
 
 use std::sync::Arc;
 
-use phoneagent_protocol::{ApprovalReview, EventEnvelope};
-use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant};
-use tauri::ipc::Channel;
-use tauri::{AppHandle, Emitter, State};
-
-use crate::connection;
-use crate::dto::{
+use phoneagent_console::Console;
+use phoneagent_console::dto::{
     AnswerInput, AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView,
     ExportResult, FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog, PendingRequest,
-    RunEnded, RunSummary, SelectedDevice, SetupStatus, StartRunRequest, VirtualPhone, event_names,
+    RunSummary, SelectedDevice, SetupStatus, StartRunRequest, VirtualPhone,
 };
-use crate::error::AppResult;
-use crate::settings::{AppSettings, ApprovalPolicySettings, ModelProfile};
-use crate::state::{AppState, UiSink};
+use phoneagent_console::error::AppResult;
+use phoneagent_console::settings::{AppSettings, ApprovalPolicySettings, ModelProfile};
+use phoneagent_protocol::{ApprovalReview, EventEnvelope};
+use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant};
+use tauri::State;
+use tauri::ipc::Channel;
 
-type S<'a> = State<'a, Arc<AppState>>;
-
-/// Pushes agent events and run ends to every webview as Tauri events.
-pub struct TauriSink(pub AppHandle);
-
-impl UiSink for TauriSink {
-    fn agent_event(&self, env: &EventEnvelope) {
-        if let Err(e) = self.0.emit(event_names::AGENT_EVENT, env) {
-            tracing::warn!(error = %e, "could not emit an agent event");
-        }
-    }
-    fn run_ended(&self, ended: &RunEnded) {
-        if let Err(e) = self.0.emit(event_names::RUN_ENDED, ended) {
-            tracing::warn!(error = %e, "could not emit run-ended");
-        }
-    }
-}
+type S<'a> = State<'a, Arc<Console>>;
 
 /// Data file, export directory, version.
 #[tauri::command]
@@ -113,26 +96,18 @@ pub async fn answer_request(state: S<'_>, id: String, answer: AnswerInput) -> Ap
 
 /// Start a task on the selected phone (U2).
 #[tauri::command]
-pub async fn start_run(
-    app: AppHandle,
-    state: S<'_>,
-    request: StartRunRequest,
-) -> AppResult<SelectedDevice> {
-    let st: Arc<AppState> = state.inner().clone();
-    st.start_run(request, Arc::new(TauriSink(app))).await
+pub async fn start_run(state: S<'_>, request: StartRunRequest) -> AppResult<SelectedDevice> {
+    state.start_run(request).await
 }
 
 /// Run a demo scenario on the in-app virtual phone with the scripted model (C1).
 #[tauri::command]
 pub async fn start_demo(
-    app: AppHandle,
     state: S<'_>,
     name: String,
     mode: Option<String>,
 ) -> AppResult<SelectedDevice> {
-    let st: Arc<AppState> = state.inner().clone();
-    st.start_demo(&name, mode.as_deref(), Arc::new(TauriSink(app)))
-        .await
+    state.start_demo(&name, mode.as_deref()).await
 }
 
 /// The demo scenarios.
@@ -252,28 +227,27 @@ pub async fn delete_api_key(state: S<'_>, entry: String) -> AppResult<bool> {
 
 /// The provider presets and model families Settings offers (SPEC M7, M8).
 #[tauri::command]
-pub fn model_catalog() -> ModelCatalog {
-    connection::catalog()
+pub fn model_catalog(state: S<'_>) -> ModelCatalog {
+    state.model_catalog()
 }
 
 /// The family a profile talks in: as set, or detected from its model name (SPEC M7).
 #[tauri::command]
-pub fn profile_family(profile: ModelProfile) -> AppResult<FamilyView> {
-    connection::family_of(&profile)
+pub fn profile_family(state: S<'_>, profile: ModelProfile) -> AppResult<FamilyView> {
+    state.profile_family(&profile)
 }
 
 /// Settings' Test connection of a profile as edited (SPEC M1, M4, M7, M8): the shared
 /// step-by-step connection test on synthetic images, with its key from the keyring.
 #[tauri::command]
 pub async fn test_connection(state: S<'_>, profile: ModelProfile) -> AppResult<ConnectionTestView> {
-    connection::test_connection(state.key_store(), &profile).await
+    state.test_connection(&profile).await
 }
 
 /// Whether profile `profile` (the actor's when empty) can start a task (issue #14 item 3).
 #[tauri::command]
 pub async fn setup_status(state: S<'_>, profile: String) -> AppResult<SetupStatus> {
-    let settings = state.settings()?;
-    Ok(connection::setup_status(state.key_store(), &settings, &profile).await)
+    state.setup_status(&profile).await
 }
 
 /// Past runs (U6).
@@ -307,7 +281,7 @@ pub fn export_run(state: S<'_>, run_id: String, format: String) -> AppResult<Exp
 }
 
 /// Every command name, for the build script's permission manifest and tests.
-pub const COMMANDS: &[&str] = include!("command_names.rs");
+pub const COMMANDS: &[&str] = phoneagent_console::COMMANDS;
 
 #[cfg(test)]
 mod tests {

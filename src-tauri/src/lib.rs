@@ -4,20 +4,13 @@
 //! the same core crates as the CLI. Nothing here decides what the agent does.
 //!
 //! Code map:
-//! * `commands` — the `#[tauri::command]`s, one-line adapters over [`state::AppState`].
-//! * [`state`] — device sources, the in-process virtual phone, the mirror, runs (an `Agent`
-//!   per run, its `EventEnvelope`s forwarded to the webview as `agent-event`), approvals through
-//!   the runtime's `PendingApprovals` (validated against id, expiry and kind), settings, keys
-//!   (OS keyring only), history and exports.
-//! * [`mirror`] — the live mirror (stream frames, else polled screenshots) and the `pa:` URI
-//!   scheme that serves its frames and stored screenshots (thumbnails, views, originals) to
-//!   the webview as images.
-//! * [`connection`] — Settings' provider presets and families, the connection test (over
-//!   `phoneagent_llm::connection_test`) and whether the actor can start (first-start setup).
-//! * [`notify`] — native notifications with Approve / Reject actions; first answer wins.
-//! * [`settings`] — [`settings::AppSettings`], persisted in SQLite through the store.
-//! * [`dto`] / [`error`] — the shapes that cross the boundary; TypeScript twins are generated
-//!   by ts-rs into `ui/src/lib/bindings/`.
+//! * `commands` — the `#[tauri::command]`s, one-line typed adapters over
+//!   [`phoneagent_console::Console`], the backend this app shares with `phoneagent web`
+//!   (devices, mirror, runs, approvals, settings, history: `crates/phoneagent-console`).
+//! * [`mirror`] — the `pa:` URI scheme's adapter: [`phoneagent_console::Console::picture`] as
+//!   a Tauri HTTP response.
+//! * [`forward_events`] — every [`phoneagent_console::ConsoleEvent`] emitted to the webview as
+//!   a Tauri event of the same name (`agent-event`, `run-ended`).
 //!
 //! Security: the webview loads only the bundled UI (no remote content), under a strict CSP;
 //! the capability `default` grants our own commands and event listening, nothing else
@@ -28,20 +21,34 @@
 //! `ANDROID_ADB_SERVER_PORT` (the user's adb server), `PHONEAGENT_EXPORT_DIR`.
 
 pub mod commands;
-pub mod connection;
-pub mod dto;
-pub mod error;
-#[doc(hidden)]
-pub mod fixtures;
 pub mod mirror;
-pub mod notify;
-pub mod settings;
-pub mod state;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tauri::Manager;
+use phoneagent_console::Console;
+use tauri::{Emitter, Manager};
+
+/// Emit every event of `console` to the webview as a Tauri event of the same name and payload,
+/// until the console is gone.
+pub fn forward_events(app: tauri::AppHandle, console: &Console) {
+    let mut rx = console.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(ev) => {
+                    if let Err(e) = app.emit(&ev.name, ev.payload) {
+                        tracing::warn!(error = %e, event = %ev.name, "could not emit an event");
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(skipped = n, "the webview event forwarder lagged");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
 
 /// Where exports go: `$PHONEAGENT_EXPORT_DIR`, else the data directory's `exports/`.
 fn export_dir(db_path: &std::path::Path) -> PathBuf {
@@ -68,10 +75,10 @@ pub fn run() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let state = match phoneagent_store::default_db_path()
-        .map_err(error::AppError::from)
-        .and_then(|p| state::AppState::open(p.clone(), export_dir(&p)))
+        .map_err(phoneagent_console::AppError::from)
+        .and_then(|p| Console::open(p.clone(), export_dir(&p)))
     {
-        Ok(s) => Arc::new(s),
+        Ok(s) => s,
         Err(e) => {
             eprintln!("PhoneAgent could not start: {}", e.message);
             std::process::exit(1);
@@ -79,6 +86,7 @@ pub fn run() {
     };
     let result = tauri::Builder::default()
         .setup(move |app| {
+            forward_events(app.handle().clone(), &state);
             app.manage(state);
             Ok(())
         })
@@ -87,19 +95,10 @@ pub fn run() {
         // `pa://localhost/thumb/<sha256>`: answered on a blocking thread (PNG decode), never on
         // the webview's main thread.
         .register_asynchronous_uri_scheme_protocol("pa", |ctx, request, responder| {
-            let state = ctx
-                .app_handle()
-                .state::<Arc<state::AppState>>()
-                .inner()
-                .clone();
+            let state = ctx.app_handle().state::<Arc<Console>>().inner().clone();
             let path = request.uri().path().to_string();
             tauri::async_runtime::spawn_blocking(move || {
-                responder.respond(mirror::serve(
-                    &path,
-                    state.mirror_slot(),
-                    state.thumb_cache(),
-                    |h| state.screenshot_bytes(h),
-                ));
+                responder.respond(mirror::response(state.picture(&path)));
             });
         })
         .invoke_handler(tauri::generate_handler![

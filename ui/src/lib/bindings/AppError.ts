@@ -7,7 +7,7 @@ export type AppError = {
 /**
  * Stable code: an [`ErrorCode`] name (`no_device`, `config`, …) or one of the app's own
  * (`busy`, `not_running`, `unknown_request`, `expired_request`, `mismatched_response`,
- * `no_take_over`, `keyring`, `not_found`, `invalid_input`).
+ * `no_take_over`, `keyring`, `not_found`, `invalid_input`, `bad_request`).
  */
 code: string, 
 /**

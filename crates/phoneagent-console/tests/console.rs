@@ -1,4 +1,4 @@
-//! Integration tests of the app's Rust side without a webview: [`AppState`] against the
+//! Integration tests of the consoles' backend without a webview: [`Console`] against the
 //! in-process virtual phone (real ADB protocol on loopback) and the scripted model server (real
 //! HTTP on loopback). They prove the adapters the commands call: device listing, the mirror,
 //! hard-mode approvals validated against the pending id, rejection leaving no order, take-over
@@ -10,9 +10,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use phoneagent_app::dto::{AnswerInput, MirrorMessage, RunEnded, StartRunRequest};
-use phoneagent_app::settings::AppSettings;
-use phoneagent_app::state::{AppState, UiSink};
+use phoneagent_console::dto::{AnswerInput, MirrorMessage, RunEnded, StartRunRequest};
+use phoneagent_console::events::event_names;
+use phoneagent_console::settings::AppSettings;
+use phoneagent_console::{Console, ConsoleEvent};
 use phoneagent_protocol::{AgentEvent, EventEnvelope};
 use phoneagent_testkit::{ScriptEntry, ScriptedModel, ScriptedModelConfig};
 
@@ -22,16 +23,27 @@ struct Recorder {
     ended: Mutex<Option<RunEnded>>,
 }
 
-impl UiSink for Recorder {
-    fn agent_event(&self, env: &EventEnvelope) {
-        self.events.lock().unwrap().push(env.clone());
-    }
-    fn run_ended(&self, ended: &RunEnded) {
-        *self.ended.lock().unwrap() = Some(ended.clone());
-    }
-}
-
 impl Recorder {
+    /// A recorder of what `console` pushes to the UI from now on (as the webview gets it).
+    fn follow(console: &Console) -> Arc<Self> {
+        let rec = Arc::new(Self::default());
+        let mut rx = console.subscribe();
+        let r = rec.clone();
+        tokio::spawn(async move {
+            while let Ok(ConsoleEvent { name, payload }) = rx.recv().await {
+                if name == event_names::AGENT_EVENT {
+                    let env: EventEnvelope = serde_json::from_value(payload).unwrap();
+                    r.events.lock().unwrap().push(env);
+                } else if name == event_names::RUN_ENDED {
+                    *r.ended.lock().unwrap() = Some(serde_json::from_value(payload).unwrap());
+                } else {
+                    panic!("an event the UI does not listen to: {name}");
+                }
+            }
+        });
+        rec
+    }
+
     async fn wait<T>(&self, what: &str, f: impl Fn(&Self) -> Option<T>) -> T {
         for _ in 0..400 {
             if let Some(v) = f(self) {
@@ -63,20 +75,18 @@ impl Recorder {
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    state: Arc<AppState>,
+    state: Arc<Console>,
     model: ScriptedModel,
     sim_addr: SocketAddr,
 }
 
 async fn fixture(entries: Vec<ScriptEntry>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let state = Arc::new(
-        AppState::open(
-            dir.path().join("phoneagent.sqlite3"),
-            dir.path().join("exports"),
-        )
-        .unwrap(),
-    );
+    let state = Console::open(
+        dir.path().join("phoneagent.sqlite3"),
+        dir.path().join("exports"),
+    )
+    .unwrap();
     let phone = state.start_virtual_phone().await.unwrap();
     let sim_addr: SocketAddr = phone.adb_addr.parse().unwrap();
     let mut cfg = ScriptedModelConfig::with_entries(entries);
@@ -114,17 +124,14 @@ async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
     phoneagent_sim::client::reset_at(f.sim_addr, None, "checkout")
         .await
         .unwrap();
-    let rec = Arc::new(Recorder::default());
+    let rec = Recorder::follow(&f.state);
     f.state
-        .start_run(
-            StartRunRequest {
-                task: "提交订单".into(),
-                profile: String::new(),
-                max_steps: 6,
-                mode: "hard".into(),
-            },
-            rec.clone(),
-        )
+        .start_run(StartRunRequest {
+            task: "提交订单".into(),
+            profile: String::new(),
+            max_steps: 6,
+            mode: "hard".into(),
+        })
         .await
         .unwrap();
     let id = rec
@@ -276,14 +283,10 @@ async fn devices_mirror_and_take_over_guard() {
             // scheme (issue #14), never base64 in the message; the size is the device's.
             assert!(frame.live, "a stream frame, not a polled screenshot");
             assert_eq!((frame.width, frame.height), (1080, 2400));
-            let r = phoneagent_app::mirror::serve(
-                &format!("/mirror/{}", frame.seq),
-                f.state.mirror_slot(),
-                f.state.thumb_cache(),
-                |_| None,
-            );
-            assert_eq!(r.status(), 200);
-            let jpeg = r.body();
+            let r = f.state.picture(&format!("/mirror/{}", frame.seq));
+            assert_eq!(r.status, 200);
+            assert_eq!(r.content_type, "image/jpeg");
+            let jpeg = &r.bytes;
             let img = image::load_from_memory(jpeg).unwrap();
             assert_eq!((img.width(), img.height()), (432, 960));
             assert!(jpeg.len() < 120_000, "{} bytes per frame", jpeg.len());
@@ -306,13 +309,13 @@ async fn devices_mirror_and_take_over_guard() {
 fn settings_persist_and_keys_never_enter_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("phoneagent.sqlite3");
-    let state = AppState::open(path.clone(), dir.path().join("exports")).unwrap();
+    let state = Console::open(path.clone(), dir.path().join("exports")).unwrap();
     let mut s = state.settings().unwrap();
     s.default_mode = "hard".into();
     s.profiles[0].key_entry = "openai-main".into();
     state.save_settings(&s).unwrap();
     drop(state);
-    let state = AppState::open(path, dir.path().join("exports")).unwrap();
+    let state = Console::open(path, dir.path().join("exports")).unwrap();
     let back = state.settings().unwrap();
     assert_eq!(back, s);
     let json = serde_json::to_string(&back).unwrap();
@@ -327,7 +330,7 @@ fn settings_persist_and_keys_never_enter_them() {
 /// with this computer's own key; the address is remembered across restarts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
-    use phoneagent_app::state::DIRECT_TCP;
+    use phoneagent_console::console::DIRECT_TCP;
     use phoneagent_sim::{AdbdConfig, SimConfig, SimServer};
 
     let dir = tempfile::tempdir().unwrap();
@@ -335,9 +338,9 @@ async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
     let adbd = sim.start_adbd(AdbdConfig::default(), 0).await.unwrap();
     let db = dir.path().join("phoneagent.sqlite3");
     let open = || {
-        let mut st = AppState::open(db.clone(), dir.path().join("exports")).unwrap();
+        let st = Console::open(db.clone(), dir.path().join("exports")).unwrap();
         st.set_adb_key_dir(dir.path().join("keys"));
-        Arc::new(st)
+        st
     };
     let state = open();
     let bad = state.add_direct_device("phone.lan:notaport").unwrap_err();
@@ -414,22 +417,17 @@ async fn a_phone_added_by_address_is_listed_and_driven_without_an_adb_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
     let dir = tempfile::tempdir().unwrap();
-    let state = Arc::new(
-        AppState::open(
-            dir.path().join("phoneagent.sqlite3"),
-            dir.path().join("exports"),
-        )
-        .unwrap(),
-    );
-    let bad = state
-        .start_demo("nope", None, Arc::new(Recorder::default()))
-        .await
-        .unwrap_err();
+    let state = Console::open(
+        dir.path().join("phoneagent.sqlite3"),
+        dir.path().join("exports"),
+    )
+    .unwrap();
+    let bad = state.start_demo("nope", None).await.unwrap_err();
     assert!(bad.message.contains("draft-mail"), "{}", bad.message);
 
     for mode in [None, Some("approve-for-me")] {
-        let rec = Arc::new(Recorder::default());
-        state.start_demo("buy", mode, rec.clone()).await.unwrap();
+        let rec = Recorder::follow(&state);
+        state.start_demo("buy", mode).await.unwrap();
         let ended = rec
             .wait("the demo to end", |r| r.ended.lock().unwrap().clone())
             .await;

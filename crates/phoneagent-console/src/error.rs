@@ -12,7 +12,7 @@ use ts_rs::TS;
 pub struct AppError {
     /// Stable code: an [`ErrorCode`] name (`no_device`, `config`, …) or one of the app's own
     /// (`busy`, `not_running`, `unknown_request`, `expired_request`, `mismatched_response`,
-    /// `no_take_over`, `keyring`, `not_found`, `invalid_input`).
+    /// `no_take_over`, `keyring`, `not_found`, `invalid_input`, `bad_request`).
     pub code: String,
     /// What went wrong and what to do about it.
     pub message: String,
@@ -38,6 +38,13 @@ impl AppError {
     /// Bad input from the UI.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new("invalid_input", message)
+    }
+
+    /// A command the console does not serve, or arguments that do not fit it
+    /// ([`crate::Console::dispatch`]); the message names the command or argument and what was
+    /// expected.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new("bad_request", message)
     }
 
     /// Something that should not happen (a task panicked, …).

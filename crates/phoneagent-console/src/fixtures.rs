@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn event_fixtures_are_current() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../ui/src/lib/fixtures/run-hard-approval.json");
+            .join("../../ui/src/lib/fixtures/run-hard-approval.json");
         let json = serde_json::to_string_pretty(&hard_approval_run()).unwrap() + "\n";
         if std::env::var_os("PHONEAGENT_WRITE_FIXTURES").is_some() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -1,6 +1,6 @@
 //! The desktop mirror's frame rate and latency on the virtual phone (SPEC U1, issue #12 item 5).
 //!
-//! Runs the app's own mirror pipeline ([`phoneagent_app::mirror::run_mirror`]: the phone's
+//! Runs the app's own mirror pipeline ([`phoneagent_console::mirror::run_mirror`]: the phone's
 //! screen stream → H.264 decode → change check → 960 px JPEG → the message the webview gets)
 //! against the virtual phone over the ADB protocol, for each capture path on both timing
 //! profiles (`instant`, and `real`: a mid-range phone on USB 2, SPEC V6):
@@ -10,14 +10,14 @@
 //! * **fps** — frames delivered per second while the screen changes every 16 ms.
 //!
 //! The webview's own decode and paint are not in these numbers (the WebDriver suite measures
-//! the view). Prints a table. Run: `cargo bench -p phoneagent-app --bench mirror` (add
+//! the view). Prints a table. Run: `cargo bench -p phoneagent-console --bench mirror` (add
 //! `-- 50` for 50 changes per cell).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use phoneagent_app::dto::MirrorMessage;
-use phoneagent_app::mirror::{MirrorSlot, run_mirror};
+use phoneagent_console::dto::MirrorMessage;
+use phoneagent_console::mirror::{MirrorSlot, run_mirror};
 use phoneagent_device::{AdbDevice, AdbDeviceOptions, AdbServer, AdbServerAddr, ScreenshotMode};
 use phoneagent_sim::{SimConfig, SimServer, TimingProfile};
 use tokio::sync::mpsc;

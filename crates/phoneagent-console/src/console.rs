@@ -1,9 +1,10 @@
-//! [`AppState`]: the app's one piece of managed state, and the thin logic behind the commands
+//! [`Console`]: the consoles' one piece of state, and the thin logic behind the commands
 //! (device sources, the virtual phone, runs, mirror, approvals, history). Everything here
-//! delegates to the core crates; nothing decides what the agent does (SPEC U7).
+//! delegates to the core crates; nothing decides what the agent does (SPEC U7). The desktop
+//! app manages one `Arc<Console>`; `phoneagent web` serves the same one over HTTP.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -25,31 +26,25 @@ use phoneagent_runtime::{
 };
 use phoneagent_sim::{SimConfig, SimServer};
 use phoneagent_store::Store;
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
-    AnswerInput, AppInfo, CheckView, DemoScenarioView, DeviceEntry, DevicesView, ExportResult,
-    KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice,
-    SourceProblem, StartRunRequest, VirtualPhone,
+    AnswerInput, AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DeviceEntry,
+    DevicesView, ExportResult, FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog,
+    PendingRequest, RunEnded, RunSummary, SelectedDevice, SetupStatus, SourceProblem,
+    StartRunRequest, VirtualPhone,
 };
 use crate::error::{AppError, AppResult};
-use crate::mirror::{MirrorSlot, ThumbCache};
+use crate::events::{CONSOLE_EVENT_CAPACITY, ConsoleEvent, event_names};
+use crate::mirror::{MirrorSlot, PictureResponse, ThumbCache};
 use crate::notify::Notifier;
-use crate::settings::{AppSettings, ApprovalPolicySettings, parse_mode};
+use crate::settings::{AppSettings, ApprovalPolicySettings, ModelProfile, parse_mode};
 
 /// Settings key of the recent tasks list.
 pub const RECENT_TASKS_KEY: &str = "app.recent_tasks";
 /// Environment variable: port of the in-process virtual phone (default 0 = ephemeral).
 pub const SIM_PORT_ENV: &str = "PHONEAGENT_APP_SIM_PORT";
-
-/// Something the app pushes to the webview. Implemented over Tauri's `AppHandle` in `lib.rs`
-/// and by a recording sink in tests.
-pub trait UiSink: Send + Sync + 'static {
-    /// An agent event.
-    fn agent_event(&self, env: &EventEnvelope);
-    /// A run ended.
-    fn run_ended(&self, ended: &RunEnded);
-}
 
 /// The model routes of one run, per role (SPEC M2).
 struct Routes {
@@ -68,8 +63,12 @@ struct ActiveRun {
     auto_review: Option<AutoReviewHandle>,
 }
 
-/// The app's managed state.
-pub struct AppState {
+/// The console's state: see the module docs. Made by [`Console::open`], shared as an `Arc`.
+pub struct Console {
+    /// This console, for the tasks a run spawns.
+    me: Weak<Console>,
+    /// What the UI is pushed ([`Console::subscribe`]).
+    events: broadcast::Sender<ConsoleEvent>,
     store: Store,
     keys: KeyStore,
     db_path: PathBuf,
@@ -90,8 +89,8 @@ pub struct AppState {
     devices: Mutex<std::collections::HashMap<String, std::sync::Weak<AdbDevice>>>,
     notifier: Notifier,
     /// Where this computer's ADB key lives for direct connections (SPEC D1): the config dir
-    /// shared with the CLI, unless [`AppState::set_adb_key_dir`] changed it.
-    adb_key_dir: Option<PathBuf>,
+    /// shared with the CLI, unless [`Console::set_adb_key_dir`] changed it.
+    adb_key_dir: Mutex<Option<PathBuf>>,
     /// One direct link per phone (serial → link): the mirror, readiness and the run share its
     /// one connection (a USB interface can be claimed only once).
     direct_links: Mutex<std::collections::HashMap<String, DirectLink>>,
@@ -196,10 +195,10 @@ fn data_url(mime: &str, bytes: &[u8]) -> String {
     )
 }
 
-impl AppState {
+impl Console {
     /// Open the store at `db_path` (created if missing; runs left `running` are marked
     /// `interrupted`, SPEC T1) and set up the state. Exports go to `export_dir`.
-    pub fn open(db_path: PathBuf, export_dir: PathBuf) -> AppResult<Self> {
+    pub fn open(db_path: PathBuf, export_dir: PathBuf) -> AppResult<Arc<Self>> {
         if let Some(dir) = db_path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 AppError::coded(
@@ -213,7 +212,9 @@ impl AppState {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        Ok(Self {
+        Ok(Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            events: broadcast::channel(CONSOLE_EVENT_CAPACITY).0,
             store,
             keys: KeyStore::new(),
             db_path,
@@ -228,20 +229,38 @@ impl AppState {
             thumbs: ThumbCache::default(),
             devices: Mutex::new(std::collections::HashMap::new()),
             notifier: Notifier::new(),
-            adb_key_dir: None,
+            adb_key_dir: Mutex::new(None),
             direct_links: Mutex::new(std::collections::HashMap::new()),
-        })
+        }))
+    }
+
+    /// Follow what the console pushes to the UI: every agent event of its runs (`agent-event`)
+    /// and each run's end (`run-ended`), in order. A front end forwards each to its clients.
+    pub fn subscribe(&self) -> broadcast::Receiver<ConsoleEvent> {
+        self.events.subscribe()
+    }
+
+    /// Push an event to every subscriber (none listening is fine).
+    fn emit(&self, name: &str, payload: &impl serde::Serialize) {
+        let _ = self.events.send(ConsoleEvent::new(name, payload));
+    }
+
+    /// This console as an `Arc` (it is always made as one by [`Console::open`]).
+    fn arc(&self) -> AppResult<Arc<Self>> {
+        self.me
+            .upgrade()
+            .ok_or_else(|| AppError::internal("the console is shutting down"))
     }
 
     /// Use `dir/adbkey` as this computer's ADB key for direct connections instead of the
     /// shared config dir's (tests; a portable install).
-    pub fn set_adb_key_dir(&mut self, dir: PathBuf) {
-        self.adb_key_dir = Some(dir);
+    pub fn set_adb_key_dir(&self, dir: PathBuf) {
+        *lock(&self.adb_key_dir) = Some(dir);
     }
 
     fn adb_key(&self) -> AppResult<AdbKey> {
-        let dir = match &self.adb_key_dir {
-            Some(d) => d.clone(),
+        let dir = match lock(&self.adb_key_dir).clone() {
+            Some(d) => d,
             None => phoneagent_device::direct::key::config_dir()?,
         };
         Ok(AdbKey::load_or_create(
@@ -638,6 +657,16 @@ impl AppState {
         &self.thumbs
     }
 
+    /// Answer a picture path (`mirror/<seq>`, `thumb/<sha256>`, `view/<sha256>`,
+    /// `shot/<sha256>`; a leading `/` and `%2F` for `/` are accepted), see
+    /// [`crate::mirror::serve`]. Decodes and scales stored screenshots: call it on a blocking
+    /// thread.
+    pub fn picture(&self, path: &str) -> PictureResponse {
+        crate::mirror::serve(path, &self.mirror_slot, &self.thumbs, |h| {
+            self.screenshot_bytes(h)
+        })
+    }
+
     /// Stop the mirror.
     pub fn stop_mirror(&self) {
         if let Some(c) = lock(&self.mirror).take() {
@@ -674,7 +703,7 @@ impl AppState {
     }
 
     /// The person taps the phone at device pixels through the mirror (see
-    /// [`AppState::require_person_control`] for when).
+    /// [`Console::require_person_control`] for when).
     pub async fn take_over_tap(&self, x: u32, y: u32) -> AppResult<()> {
         self.require_person_control()?;
         let dev = self.open_selected().await?;
@@ -684,7 +713,7 @@ impl AppState {
     }
 
     /// The person swipes between device pixels through the mirror (as
-    /// [`AppState::take_over_tap`]; 50..=3000 ms).
+    /// [`Console::take_over_tap`]; 50..=3000 ms).
     pub async fn take_over_swipe(
         &self,
         from: (u32, u32),
@@ -756,13 +785,10 @@ impl AppState {
         })
     }
 
-    /// Start a run on the selected phone. Events go to `sink` as they happen; the run ends
-    /// with `sink.run_ended`. Refuses while another run is active.
-    pub async fn start_run(
-        self: &Arc<Self>,
-        req: StartRunRequest,
-        sink: Arc<dyn UiSink>,
-    ) -> AppResult<SelectedDevice> {
+    /// Start a run on the selected phone. Its events go to [`Console::subscribe`] as they
+    /// happen (`agent-event`); the run ends with `run-ended`. Refuses while another run is
+    /// active.
+    pub async fn start_run(&self, req: StartRunRequest) -> AppResult<SelectedDevice> {
         let task = req.task.trim().to_string();
         if task.is_empty() {
             return Err(AppError::invalid(
@@ -810,7 +836,6 @@ impl AppState {
             routes,
             config,
             settings.notifications,
-            sink,
             None,
         )?;
         self.remember_task(&task);
@@ -825,12 +850,7 @@ impl AppState {
     /// # Errors
     /// `invalid_input` for an unknown scenario (the message lists them); `busy` while a run is
     /// active; errors starting the virtual phone or the model server.
-    pub async fn start_demo(
-        self: &Arc<Self>,
-        name: &str,
-        mode: Option<&str>,
-        sink: Arc<dyn UiSink>,
-    ) -> AppResult<SelectedDevice> {
+    pub async fn start_demo(&self, name: &str, mode: Option<&str>) -> AppResult<SelectedDevice> {
         let mode = mode.filter(|m| !m.is_empty()).map(parse_mode).transpose()?;
         let scenario = phoneagent_testkit::demo::find(name, mode).ok_or_else(|| {
             AppError::invalid(format!(
@@ -913,7 +933,6 @@ impl AppState {
             routes,
             config,
             settings.notifications,
-            sink,
             Some(model),
         )?;
         Ok(SelectedDevice {
@@ -936,20 +955,19 @@ impl AppState {
     }
 
     /// Start `task` on `device` with `routes` and `config` (one run at a time): the agent's
-    /// events go to `sink` (and to notifications), the end to `sink.run_ended`. `demo_model`,
+    /// events go to the subscribers (and to notifications), then its end. `demo_model`,
     /// the demo's scripted model server, is shut down when this run ends (dropped at once when
     /// the run cannot start).
-    #[allow(clippy::too_many_arguments)]
     fn launch(
-        self: &Arc<Self>,
+        &self,
         task: String,
         device: Arc<AdbDevice>,
         routes: Routes,
         config: AgentConfig,
         notifications: bool,
-        sink: Arc<dyn UiSink>,
         demo_model: Option<phoneagent_testkit::ScriptedModel>,
     ) -> AppResult<()> {
+        let me = self.arc()?;
         let mode = config.mode;
         let Routes {
             actor,
@@ -1005,14 +1023,13 @@ impl AppState {
                 (mode == AccessMode::ApproveForMe).then(|| agent.approve_for_me_handle());
         }
         let mut rx = agent.subscribe();
-        let this = self.clone();
-        let fwd_sink = sink.clone();
+        let this = me.clone();
         let forwarder = tokio::spawn(async move {
             loop {
                 match rx.recv().await {
                     Ok(env) => {
                         this.on_event(&env, notifications);
-                        fwd_sink.agent_event(&env);
+                        this.emit(event_names::AGENT_EVENT, &env);
                         if matches!(env.event, AgentEvent::RunFinished { .. }) {
                             break;
                         }
@@ -1024,7 +1041,7 @@ impl AppState {
                 }
             }
         });
-        let this = self.clone();
+        let this = me;
         tokio::spawn(async move {
             let outcome = agent.run(&task, cancel).await;
             // Let the forwarder deliver RunFinished before announcing the end.
@@ -1050,7 +1067,7 @@ impl AppState {
                 m.shutdown().await;
             }
             lock(&this.run).take();
-            sink.run_ended(&ended);
+            this.emit(event_names::RUN_ENDED, &ended);
         });
         Ok(())
     }
@@ -1251,6 +1268,37 @@ impl AppState {
     /// first-start check, `crate::connection`).
     pub fn key_store(&self) -> &KeyStore {
         &self.keys
+    }
+
+    /// The provider presets and model families Settings offers (SPEC M7, M8).
+    pub fn model_catalog(&self) -> ModelCatalog {
+        crate::connection::catalog()
+    }
+
+    /// The family a profile talks in: as set, or detected from its model name (SPEC M7).
+    ///
+    /// # Errors
+    /// `invalid_input` for a family setting that does not parse.
+    pub fn profile_family(&self, profile: &ModelProfile) -> AppResult<FamilyView> {
+        crate::connection::family_of(profile)
+    }
+
+    /// Settings' Test connection of a profile as edited (SPEC M1, M4, M7, M8): the shared
+    /// step-by-step connection test on synthetic images, with its key from the keyring.
+    ///
+    /// # Errors
+    /// A profile that does not make a model route.
+    pub async fn test_connection(&self, profile: &ModelProfile) -> AppResult<ConnectionTestView> {
+        crate::connection::test_connection(&self.keys, profile).await
+    }
+
+    /// Whether profile `profile` (the actor's when empty) can start a task (issue #14 item 3).
+    ///
+    /// # Errors
+    /// Store errors reading the settings.
+    pub async fn setup_status(&self, profile: &str) -> AppResult<SetupStatus> {
+        let settings = self.settings()?;
+        Ok(crate::connection::setup_status(&self.keys, &settings, profile).await)
     }
 
     /// Whether each keyring entry holds a key (never the key).
