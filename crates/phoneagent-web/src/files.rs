@@ -146,7 +146,10 @@ mod tests {
         assert_eq!(resolve(root, "/"), Some(PathBuf::from("/srv/ui/")));
         assert_eq!(resolve(root, "/../etc/passwd"), None);
         assert_eq!(resolve(root, "/a/../../x"), None);
-        assert_eq!(resolve(root, "//etc/passwd"), Some(PathBuf::from("/srv/ui/etc/passwd")));
+        assert_eq!(
+            resolve(root, "//etc/passwd"),
+            Some(PathBuf::from("/srv/ui/etc/passwd"))
+        );
         assert_eq!(resolve(root, "/a\\..\\b"), None);
     }
 

@@ -80,9 +80,7 @@ fn bearer(h: &HeaderMap) -> Option<&str> {
 }
 
 fn query_token(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 
 fn cookie<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -187,7 +185,10 @@ pub(crate) async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next)
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         "cross-origin-resource-policy",
@@ -226,8 +227,14 @@ mod tests {
         assert_eq!(query_token(Some("a=1&token=abc")), Some("abc"));
         assert_eq!(query_token(Some("xtoken=abc")), None);
         let mut h = HeaderMap::new();
-        h.insert(header::COOKIE, HeaderValue::from_static("a=1; pa_token_5=zz"));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer  tok "));
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; pa_token_5=zz"),
+        );
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer  tok "),
+        );
         assert_eq!(cookie(&h, "pa_token_5"), Some("zz"));
         assert_eq!(cookie(&h, "pa_token_6"), None);
         assert_eq!(bearer(&h), Some("tok"));

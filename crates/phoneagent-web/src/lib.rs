@@ -27,8 +27,8 @@
 
 #![forbid(unsafe_code)]
 
-mod guard;
 mod files;
+mod guard;
 mod ws;
 
 use std::net::SocketAddr;
@@ -174,7 +174,10 @@ pub fn router(backend: Arc<dyn Backend>, opts: WebOptions, local: SocketAddr) ->
         .route("/api/ws", get(ws::upgrade))
         .route("/pa/{*path}", get(picture))
         .fallback(files::serve)
-        .layer(axum::middleware::from_fn_with_state(ctx.clone(), guard::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            ctx.clone(),
+            guard::guard,
+        ))
         .with_state(ctx)
 }
 

@@ -84,7 +84,11 @@ struct Setup {
 
 fn setup_at(addr: &str) -> Setup {
     let ui = tempfile::tempdir().unwrap();
-    std::fs::write(ui.path().join("index.html"), "<!doctype html><title>PA</title>").unwrap();
+    std::fs::write(
+        ui.path().join("index.html"),
+        "<!doctype html><title>PA</title>",
+    )
+    .unwrap();
     std::fs::create_dir(ui.path().join("assets")).unwrap();
     std::fs::write(ui.path().join("assets/app-1.js"), "console.log(1)").unwrap();
     let fake = fake();
@@ -107,7 +111,10 @@ fn setup() -> Setup {
     setup_at("127.0.0.1:4000")
 }
 
-async fn send(router: &axum::Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn send(
+    router: &axum::Router,
+    req: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
     let r = router.clone().oneshot(req).await.unwrap();
     let status = r.status();
     let headers = r.headers().clone();
@@ -145,7 +152,12 @@ async fn every_request_without_the_token_is_refused() {
         let (status, headers, body) = send(&s.router, req).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}");
         assert_eq!(json_of(&body)["code"], "unauthorized");
-        assert!(json_of(&body)["message"].as_str().unwrap().contains("token"));
+        assert!(
+            json_of(&body)["message"]
+                .as_str()
+                .unwrap()
+                .contains("token")
+        );
         assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
     }
     // A wrong token (same length, one digit off) is refused too.
@@ -155,7 +167,10 @@ async fn every_request_without_the_token_is_refused() {
         .body(Body::empty())
         .unwrap();
     assert_eq!(send(&s.router, req).await.0, StatusCode::UNAUTHORIZED);
-    assert!(s.fake.calls.lock().unwrap().is_empty(), "no call reached the console");
+    assert!(
+        s.fake.calls.lock().unwrap().is_empty(),
+        "no call reached the console"
+    );
 }
 
 #[tokio::test]
@@ -193,13 +208,25 @@ async fn the_page_sets_a_strict_cookie_its_files_and_pictures_use() {
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&body).contains("<title>PA</title>"));
     let cookie = headers[header::SET_COOKIE].to_str().unwrap();
-    assert!(cookie.starts_with(&format!("pa_token_4000={TOKEN};")), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("pa_token_4000={TOKEN};")),
+        "{cookie}"
+    );
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
-    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("ws://localhost:4000"), "{csp}");
+    assert!(
+        csp.contains("frame-ancestors 'none'") && csp.contains("ws://localhost:4000"),
+        "{csp}"
+    );
     assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
     assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
-    for path in ["/assets/app-1.js".to_string(), format!("/pa/thumb/{}", "a".repeat(64))] {
+    for path in [
+        "/assets/app-1.js".to_string(),
+        format!("/pa/thumb/{}", "a".repeat(64)),
+    ] {
         let req = Request::get(&path)
             .header(header::HOST, "127.0.0.1:4000")
             .header(header::COOKIE, format!("other=1; pa_token_4000={TOKEN}"))
@@ -208,7 +235,12 @@ async fn the_page_sets_a_strict_cookie_its_files_and_pictures_use() {
         let (status, headers, _) = send(&s.router, req).await;
         assert_eq!(status, StatusCode::OK, "{path}");
         assert!(headers.get(header::SET_COOKIE).is_none());
-        assert!(headers[header::CACHE_CONTROL].to_str().unwrap().contains("immutable"));
+        assert!(
+            headers[header::CACHE_CONTROL]
+                .to_str()
+                .unwrap()
+                .contains("immutable")
+        );
     }
     // An unknown picture is a 404; a path outside the UI is refused.
     let req = Request::get(format!("/pa/shot/zz?token={TOKEN}"))
@@ -303,7 +335,10 @@ async fn bad_commands_and_bad_args_are_json_errors() {
     assert_eq!(json_of(&body)["code"], "unknown_request");
     let (status, _, body) = send(
         &s.router,
-        call("/api/call/select_device", r#"{"adbAddr":"a","serial":"s1"}"#),
+        call(
+            "/api/call/select_device",
+            r#"{"adbAddr":"a","serial":"s1"}"#,
+        ),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -321,7 +356,13 @@ async fn bad_commands_and_bad_args_are_json_errors() {
     assert_eq!(send(&s.router, req).await.0, StatusCode::METHOD_NOT_ALLOWED);
 }
 
-async fn serve(fake: Arc<Fake>) -> (SocketAddr, tokio_util::sync::CancellationToken, tempfile::TempDir) {
+async fn serve(
+    fake: Arc<Fake>,
+) -> (
+    SocketAddr,
+    tokio_util::sync::CancellationToken,
+    tempfile::TempDir,
+) {
     let ui = tempfile::tempdir().unwrap();
     std::fs::write(ui.path().join("index.html"), "<html>").unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -397,9 +438,8 @@ async fn the_websocket_needs_the_token_and_carries_events_and_mirror_frames() {
     stop.cancel();
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn next(ws: &mut Ws) -> Value {
     use futures::StreamExt;

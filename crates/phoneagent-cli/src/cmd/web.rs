@@ -114,7 +114,10 @@ impl ConsoleBackend {
                         });
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(missed = n, "the web server fell behind the console's events");
+                        tracing::warn!(
+                            missed = n,
+                            "the web server fell behind the console's events"
+                        );
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 }
@@ -140,7 +143,10 @@ impl Backend for ConsoleBackend {
                 format!("no command `{cmd}` (see ui/src/lib/api.ts for the commands the UI sends)"),
             ));
         }
-        self.console.dispatch(cmd, args).await.map_err(backend_error)
+        self.console
+            .dispatch(cmd, args)
+            .await
+            .map_err(backend_error)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<BackendEvent> {
@@ -231,9 +237,13 @@ pub async fn web(_g: &Global, a: WebArgs) -> anyhow::Result<u8> {
         {
             Ok(v) => super::out::note(&format!(
                 "virtual phone: {} (selected)",
-                v.get("serial").and_then(Value::as_str).unwrap_or("virtual-phone-1")
+                v.get("serial")
+                    .and_then(Value::as_str)
+                    .unwrap_or("virtual-phone-1")
             )),
-            Err(e) => super::out::note(&format!("could not start the virtual phone: {}", e.message)),
+            Err(e) => {
+                super::out::note(&format!("could not start the virtual phone: {}", e.message))
+            }
         }
     }
     let exposed = phoneagent_web::exposure_of(&local) == phoneagent_web::Exposure::Network;
@@ -248,10 +258,15 @@ pub async fn web(_g: &Global, a: WebArgs) -> anyhow::Result<u8> {
         local
     };
     let url = format!("http://{shown}/?token={}", token.expose());
-    outln!("PhoneAgent web console — open this URL (only it works: every request without its token is refused):");
+    outln!(
+        "PhoneAgent web console — open this URL (only it works: every request without its token is refused):"
+    );
     outln!("  {url}");
     if exposed && local.ip().is_unspecified() {
-        outln!("  (from another device: the same URL with this computer's network address instead of {})", shown.ip());
+        outln!(
+            "  (from another device: the same URL with this computer's network address instead of {})",
+            shown.ip()
+        );
     }
     outln!(
         "data: {}   Ctrl-C stops the server.",
@@ -267,7 +282,10 @@ pub async fn web(_g: &Global, a: WebArgs) -> anyhow::Result<u8> {
     // keyboard restored), and given a moment to record its end.
     if console.dispatch("stop_run", Value::Null).await.is_ok() {
         for _ in 0..50 {
-            if matches!(console.dispatch("active_run", Value::Null).await, Ok(Value::Null)) {
+            if matches!(
+                console.dispatch("active_run", Value::Null).await,
+                Ok(Value::Null)
+            ) {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -285,8 +303,14 @@ mod tests {
 
     #[test]
     fn listen_addresses() {
-        assert_eq!(bind_addr(None, None).unwrap(), "127.0.0.1:0".parse().unwrap());
-        assert_eq!(bind_addr(None, Some(8080)).unwrap(), "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(
+            bind_addr(None, None).unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            bind_addr(None, Some(8080)).unwrap(),
+            "127.0.0.1:8080".parse().unwrap()
+        );
         assert_eq!(
             bind_addr(Some("0.0.0.0"), Some(9000)).unwrap(),
             "0.0.0.0:9000".parse().unwrap()
@@ -295,15 +319,28 @@ mod tests {
             bind_addr(Some("192.168.1.20:7000"), Some(9000)).unwrap(),
             "192.168.1.20:7000".parse().unwrap()
         );
-        assert_eq!(bind_addr(Some("[::]"), None).unwrap(), "[::]:0".parse().unwrap());
+        assert_eq!(
+            bind_addr(Some("[::]"), None).unwrap(),
+            "[::]:0".parse().unwrap()
+        );
         assert!(bind_addr(Some("my-laptop"), None).is_err());
     }
 
     #[test]
     fn the_warning_says_what_is_exposed() {
         let w = exposure_warning(&"0.0.0.0:8080".parse().unwrap());
-        for what in ["approvals", "screen", "API keys", "not encrypted", "history", "token"] {
-            assert!(w.contains(what) || w.contains(&what.to_lowercase()), "{what}: {w}");
+        for what in [
+            "approvals",
+            "screen",
+            "API keys",
+            "not encrypted",
+            "history",
+            "token",
+        ] {
+            assert!(
+                w.contains(what) || w.contains(&what.to_lowercase()),
+                "{what}: {w}"
+            );
         }
     }
 }
