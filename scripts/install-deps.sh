@@ -19,6 +19,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra tesseract-ocr-eng \
   libtesseract-dev libleptonica-dev clang libclang-dev \
   adb >/dev/null
+# The browser tests of `phoneagent web` (scripts/web-e2e.sh): headless Chromium over WebDriver.
+$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 # nasm: the SIMD assembly of OpenH264 (the `openh264` crate builds it when nasm is there), the
 # H.264 encoder/decoder of the live screen stream (SPEC D8, V7): ~5x faster than plain C.
 $SUDO apt-get install -y -qq --no-install-recommends nasm >/dev/null

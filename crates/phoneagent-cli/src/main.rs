@@ -35,6 +35,9 @@ enum Command {
     /// Serve the Model Context Protocol on stdio: other agents use the phone through the safety
     /// gate (approvals of irreversible actions stay with you).
     Mcp(cmd::mcp::McpArgs),
+    /// Serve the desktop app's UI to a browser on 127.0.0.1, behind a per-start token printed
+    /// in the URL (watch runs live, answer approvals, see history; `--listen` exposes it).
+    Web(cmd::web::WebArgs),
     /// Run a sample task end to end on the virtual phone with the scripted model (no phone, no API key).
     Demo(cmd::demo::DemoArgs),
     /// The virtual phone: serve it over the ADB protocol, read its ground truth.
@@ -75,6 +78,7 @@ fn main() -> std::process::ExitCode {
             Command::Approvals(a) => cmd::approvals::approvals(&cli.global, a).await,
             Command::Demo(a) => cmd::demo::demo(&cli.global, a).await,
             Command::Mcp(a) => cmd::mcp::mcp(&cli.global, a).await,
+            Command::Web(a) => cmd::web::web(&cli.global, a).await,
             Command::Sim(c) => cmd::sim::run(&cli.global, c).await,
             Command::Models(c) => cmd::models::run(&cli.global, c).await,
             Command::Protocol(c) => cmd::protocol::run(&cli.global, c).await,

@@ -1,7 +1,8 @@
-// Typed wrappers over the app's Tauri commands. Argument and result types come from the Rust
+// Typed wrappers over the console's commands. Argument and result types come from the Rust
 // types through ts-rs (./bindings, generated; see scripts/test-app.sh for the staleness check).
-import { Channel, convertFileSrc, invoke } from '@tauri-apps/api/core';
-import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+// The commands travel over ./transport: Tauri IPC in the desktop app, HTTP + WebSocket in a
+// browser (`phoneagent web`).
+import { asAppError, transport, type Unlisten } from './transport';
 import type { AnswerInput } from './bindings/AnswerInput';
 import type { AppError } from './bindings/AppError';
 import type { AppInfo } from './bindings/AppInfo';
@@ -36,20 +37,12 @@ export type { AutoReviewStatus, OverrideGrant, ApprovalReview, ApprovalPolicySet
 export type { DemoScenarioView };
 export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
-/** Normalise anything thrown by `invoke` into `{code, message}`. */
-export function asAppError(e: unknown): AppError {
-  if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
-    return { code: String((e as AppError).code), message: String((e as AppError).message) };
-  }
-  return { code: 'internal', message: String(e) };
-}
+export { asAppError };
+/** What `onAgentEvent` / `onRunEnded` resolve to: call it to stop listening. */
+export type UnlistenFn = Unlisten;
 
-async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
-  try {
-    return await invoke<T>(cmd, args);
-  } catch (e) {
-    throw asAppError(e);
-  }
+function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  return transport().call<T>(cmd, args);
 }
 
 export const api = {
@@ -60,12 +53,8 @@ export const api = {
   removeDirectDevice: (serial: string) => call<void>('remove_direct_device', { serial }),
   startVirtualPhone: () => call<VirtualPhone>('start_virtual_phone'),
   readiness: () => call<CheckView[]>('device_readiness'),
-  mirrorStart: (onMessage: (m: MirrorMessage) => void) => {
-    const channel = new Channel<MirrorMessage>();
-    channel.onmessage = onMessage;
-    return call<void>('mirror_start', { channel });
-  },
-  mirrorStop: () => call<void>('mirror_stop'),
+  mirrorStart: (onMessage: (m: MirrorMessage) => void) => transport().mirrorStart(onMessage),
+  mirrorStop: () => transport().mirrorStop(),
   takeOverTap: (x: number, y: number) => call<void>('take_over_tap', { x, y }),
   takeOverSwipe: (x1: number, y1: number, x2: number, y2: number, durationMs: number) =>
     call<void>('take_over_swipe', { x1, y1, x2, y2, durationMs }),
@@ -102,17 +91,17 @@ export const api = {
 };
 
 export function onAgentEvent(f: (e: EventEnvelope) => void): Promise<UnlistenFn> {
-  return listen<EventEnvelope>('agent-event', (ev) => f(ev.payload));
+  return transport().listen<EventEnvelope>('agent-event', f);
 }
 
 export function onRunEnded(f: (e: RunEnded) => void): Promise<UnlistenFn> {
-  return listen<RunEnded>('run-ended', (ev) => f(ev.payload));
+  return transport().listen<RunEnded>('run-ended', f);
 }
 
-/** URL of a picture served by the app's `pa:` scheme (`pa://localhost/…`, or
- *  `http://pa.localhost/…` where the webview needs it): pictures never travel as base64. */
+/** URL of a picture: the app's `pa:` scheme (`pa://localhost/…`, or `http://pa.localhost/…`
+ *  where the webview needs it), or `/pa/…` of `phoneagent web`: pictures never travel as base64. */
 function picture(path: string): string {
-  return convertFileSrc(path, 'pa');
+  return transport().pictureUrl(path);
 }
 
 /** The mirror's frame `seq` (a JPEG of at most 960 px). */

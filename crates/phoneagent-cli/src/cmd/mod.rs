@@ -12,6 +12,7 @@ pub mod run;
 pub mod safety;
 pub mod sim;
 pub mod timeline;
+pub mod web;
 
 /// Flags every subcommand takes.
 #[derive(Debug, clap::Args)]
