@@ -60,6 +60,14 @@ else
   bash scripts/webdriver.sh
 fi
 
+if [ "${SKIP_WEB:-0}" = "1" ]; then
+  echo "SKIP_WEB=1: skipping the browser tests of phoneagent web"
+else
+  step "phoneagent web: browser tests (headless Chromium over WebDriver)"
+  PHONEAGENT="$CARGO_TARGET_DIR/debug/phoneagent" SCRIPTED_MODEL="$CARGO_TARGET_DIR/debug/scripted-model" \
+    bash scripts/web-e2e.sh
+fi
+
 [ "${SKIP_PACKAGE:-0}" = "1" ] && { echo "SKIP_PACKAGE=1: skipping the .deb build and install test"; exit 0; }
 step "desktop app: build the .deb (release) and install and start it"
 bash scripts/package.sh
