@@ -100,3 +100,14 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency check over every subcommand: argument ids unique per command (a
+    /// flattened `--capture` once clashed with `demo --mode`, and `phoneagent demo` panicked).
+    #[test]
+    fn every_subcommand_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

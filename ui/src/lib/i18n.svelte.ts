@@ -71,7 +71,7 @@ export const catalogue: Record<string, string> = {
   'No gate decisions or approvals in this run.': '本次任务没有闸门决定或审批。', 'This run has no steps.': '本次任务没有步骤。',
   'Pick a run to replay it step by step, see its approval ledger, or export it.': '选择一个任务，逐步回放、查看审批记录或导出。',
   Forget: '移除', Add: '添加', 'Phone IP:port (TCP debugging)': '手机 IP:端口（TCP 调试）', reason: '理由',
-  'Stored in keyring': '已存入钥匙串', 'No key stored': '未存储密钥', Steps: '步骤', Tokens: '令牌', Cost: '费用',
+  'Stored in keyring': '已存入密钥环', 'No key stored': '未存储密钥', Steps: '步骤', Tokens: '令牌', Cost: '费用',
   live: '实时', screenshots: '截图', Capture: '采集', Input: '输入', Faster: '更快',
   'A task is driving the phone. Pause it to use the phone yourself?': '任务正在操作手机。要暂停任务，自己操作吗？',
   'No adb server is running. Phones on USB are used directly, and a phone on Wi-Fi can be added by its address below.': '没有运行 adb 服务。USB 连接的手机会被直接使用；Wi-Fi 上的手机可以在下方按地址添加。',

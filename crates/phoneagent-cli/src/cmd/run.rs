@@ -131,6 +131,7 @@ pub struct CaptureArg {
     /// to raw without ending the run; `doctor`'s `capture` and `input_path` lines show what
     /// each path gives on a phone (env PHONEAGENT_CAPTURE).
     #[arg(
+        id = "capture",
         long = "capture",
         env = "PHONEAGENT_CAPTURE",
         default_value = "scrcpy",
