@@ -98,7 +98,9 @@ pub enum AnswerError {
 
 struct Pending {
     request: HumanRequest,
-    tx: oneshot::Sender<HumanResponse>,
+    /// `None` once answered while [`Approver::ask`] had not taken `rx` yet: the answer waits in
+    /// `rx` and the request is no longer pending.
+    tx: Option<oneshot::Sender<HumanResponse>>,
     /// The receiving end until [`Approver::ask`] takes it (registered ahead).
     rx: Option<oneshot::Receiver<HumanResponse>>,
 }
@@ -121,7 +123,11 @@ impl PendingApprovals {
     /// Requests waiting for an answer, oldest first.
     pub fn pending(&self) -> Vec<HumanRequest> {
         let map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v: Vec<HumanRequest> = map.values().map(|p| p.request.clone()).collect();
+        let mut v: Vec<HumanRequest> = map
+            .values()
+            .filter(|p| p.tx.is_some())
+            .map(|p| p.request.clone())
+            .collect();
         v.sort_by_key(|r| r.expires_at_ms);
         v
     }
@@ -140,7 +146,7 @@ impl PendingApprovals {
     /// Answer request `id`. Validated against the pending id, its expiry and its kind.
     pub fn answer(&self, id: &str, response: HumanResponse) -> Result<(), AnswerError> {
         let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(p) = map.get(id) else {
+        let Some(p) = map.get(id).filter(|p| p.tx.is_some()) else {
             return Err(AnswerError::UnknownRequest(id.to_string()));
         };
         if crate::now_ms() > p.request.expires_at_ms {
@@ -158,8 +164,17 @@ impl PendingApprovals {
                 ),
             ));
         }
-        if let Some(p) = map.remove(id) {
-            let _ = p.tx.send(response);
+        // Answered before `ask` took the receiver (the front end answered the moment the
+        // request was announced): the answer waits in the receiver, which stays in the entry for
+        // `ask`. Removing the entry here dropped the receiver with the answer in it, and the run
+        // waited for the request to expire.
+        let early = p.rx.is_some();
+        if early {
+            if let Some(tx) = map.get_mut(id).and_then(|p| p.tx.take()) {
+                let _ = tx.send(response);
+            }
+        } else if let Some(tx) = map.remove(id).and_then(|p| p.tx) {
+            let _ = tx.send(response);
         }
         Ok(())
     }
@@ -173,7 +188,7 @@ impl Approver for PendingApprovals {
             request.id.clone(),
             Pending {
                 request: request.clone(),
-                tx,
+                tx: Some(tx),
                 rx: Some(rx),
             },
         );
@@ -197,7 +212,7 @@ impl Approver for PendingApprovals {
                     request.id.clone(),
                     Pending {
                         request: request.clone(),
-                        tx,
+                        tx: Some(tx),
                         rx: None,
                     },
                 );
@@ -224,6 +239,47 @@ impl Approver for PendingApprovals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An answer given after `register` and before `ask` (a front end answering the moment the
+    /// request is announced) reaches `ask` at once (it was lost, and `ask` waited for expiry).
+    #[tokio::test]
+    async fn an_answer_before_ask_reaches_ask() {
+        let reg = PendingApprovals::new();
+        let req = HumanRequest {
+            id: "r1".into(),
+            kind: HumanRequestKind::AskUser {
+                question: "size?".into(),
+            },
+            expires_at_ms: crate::now_ms() + 60_000,
+            task: "t".into(),
+            detail: String::new(),
+        };
+        reg.register(&req);
+        assert_eq!(reg.pending().len(), 1);
+        assert_eq!(
+            reg.answer("r1", HumanResponse::Reject { note: None }),
+            Ok(())
+        );
+        assert!(
+            reg.pending().is_empty(),
+            "an answered request is not pending"
+        );
+        assert!(
+            matches!(
+                reg.answer("r1", HumanResponse::Reject { note: None }),
+                Err(AnswerError::UnknownRequest(_))
+            ),
+            "a second answer is refused"
+        );
+        let got = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            reg.ask(&req, &CancellationToken::new()),
+        )
+        .await
+        .expect("ask returns the early answer at once");
+        assert_eq!(got, HumanResponse::Reject { note: None });
+        assert!(reg.pending().is_empty());
+    }
 
     #[test]
     fn free_text_mapping_follows_s8() {
