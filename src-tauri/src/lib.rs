@@ -23,7 +23,6 @@
 pub mod commands;
 pub mod mirror;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use phoneagent_console::Console;
@@ -50,19 +49,6 @@ pub fn forward_events(app: tauri::AppHandle, console: &Console) {
     });
 }
 
-/// Where exports go: `$PHONEAGENT_EXPORT_DIR`, else the data directory's `exports/`.
-fn export_dir(db_path: &std::path::Path) -> PathBuf {
-    std::env::var_os("PHONEAGENT_EXPORT_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            db_path
-                .parent()
-                .map(|p| p.join("exports"))
-                .unwrap_or_else(|| PathBuf::from("exports"))
-        })
-}
-
 /// Start the app. Exits the process with status 1 and a message when the data store cannot
 /// be opened or the window cannot be created.
 pub fn run() {
@@ -76,8 +62,12 @@ pub fn run() {
         .try_init();
     let state = match phoneagent_store::default_db_path()
         .map_err(phoneagent_console::AppError::from)
-        .and_then(|p| Console::open(p.clone(), export_dir(&p)))
-    {
+        .and_then(|p| {
+            Console::open(
+                p.clone(),
+                phoneagent_console::console::default_export_dir(&p),
+            )
+        }) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("PhoneAgent could not start: {}", e.message);

@@ -27,6 +27,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "webdriver"))
 from wd import Session, WebDriverError  # noqa: E402
+import rig  # noqa: E402
+from rig import free_port  # noqa: E402
 
 PHONEAGENT = os.environ["PHONEAGENT"]
 SCRIPTED_MODEL = os.environ["SCRIPTED_MODEL"]
@@ -43,67 +45,18 @@ def log(*a):
     print("[web-e2e]", *a, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-# ---- the virtual phone's ground truth (sim-only host services; never the agent's path) ----
-def adb_service(port, service, read_body):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"%04x%s" % (len(service.encode()), service.encode()))
-    status = s.recv(4)
-    if status != b"OKAY":
-        rest = s.recv(4096)
-        raise RuntimeError(f"{service}: {status!r} {rest!r}")
-    body = b""
-    if read_body:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-    s.close()
-    return body
-
-
+# ---- the virtual phone's ground truth and the scripted model (tests/webdriver/rig.py) ----
 def truth():
-    txt = adb_service(SIM_PORT, "host:sim-state", True).decode()
-    if not txt.lstrip().startswith("{"):
-        txt = txt[4:]
-    return json.loads(txt)
+    return rig.truth(SIM_PORT)
 
 
 def reset(scenario):
-    adb_service(SIM_PORT, f"host:sim-reset:virtual-phone-1:{scenario}", False)
+    rig.reset(SIM_PORT, scenario)
 
 
-# ---- the scripted model ----
-class Model:
+class Model(rig.Model):
     def __init__(self):
-        empty = os.path.join(HOME_DIR, "empty-script.jsonl")
-        open(empty, "w").close()
-        self.p = subprocess.Popen([SCRIPTED_MODEL, "--port", "0", "--sim-port", str(SIM_PORT), "--script", empty],
-                                  stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
-        procs.append(self.p)
-        line = self.p.stdout.readline()
-        if "listening on" not in line:
-            raise RuntimeError(f"scripted-model did not start: {line!r}")
-        self.base_url = line.strip().split("listening on ")[1].split()[0]
-        self.root = self.base_url.rsplit("/v1", 1)[0]
-        log("scripted model at", self.base_url)
-
-    def script(self, entries):
-        body = json.dumps({"mode": "replace", "entries": entries, "rules": [], "on_exhausted": "repeat_last"}).encode()
-        urllib.request.urlopen(urllib.request.Request(self.root + "/__script", data=body, method="POST",
-                                                      headers={"Content-Type": "application/json"}), timeout=10).read()
-        urllib.request.urlopen(urllib.request.Request(self.root + "/__requests", method="DELETE"), timeout=10).read()
-
-    def requests(self):
-        return json.loads(urllib.request.urlopen(self.root + "/__requests", timeout=10).read())
+        super().__init__(SCRIPTED_MODEL, HOME_DIR, SIM_PORT, procs, log)
 
 
 ORDER_SCRIPT = [

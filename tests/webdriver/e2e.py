@@ -18,10 +18,11 @@ import subprocess
 import sys
 import time
 import traceback
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from wd import Session, WebDriverError  # noqa: E402
+import rig  # noqa: E402
+from rig import free_port, reset, truth  # noqa: E402
 
 APP = os.environ["APP"]
 SCRIPTED_MODEL = os.environ["SCRIPTED_MODEL"]
@@ -32,78 +33,15 @@ SECRET = "sk-e2e-" + base64.b32encode(os.urandom(10)).decode().rstrip("=")
 procs = []
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def log(*a):
     print("[e2e]", *a, flush=True)
 
 
-# ---- the virtual phone's ground truth, over its ADB endpoint (tests only; never the agent) ----
-def adb_service(port, service, read_body):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"%04x%s" % (len(service.encode()), service.encode()))
-    status = s.recv(4)
-    if status != b"OKAY":
-        rest = s.recv(4096)
-        raise RuntimeError(f"{service}: {status!r} {rest!r}")
-    body = b""
-    if read_body:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-    s.close()
-    return body
+class Model(rig.Model):
+    """The scripted model server of this harness (its binary, data dir and process list)."""
 
-
-def truth(port):
-    raw = adb_service(port, "host:sim-state", True)
-    # Some servers prefix the body with a hex4 length.
-    txt = raw.decode()
-    if not txt.lstrip().startswith("{"):
-        txt = txt[4:]
-    return json.loads(txt)
-
-
-def reset(port, scenario):
-    adb_service(port, f"host:sim-reset:virtual-phone-1:{scenario}", False)
-
-
-# ---- the scripted model ----
-class Model:
     def __init__(self, sim_port, extra=(), env=None):
-        # Starts with an empty script; each test replaces it through POST /__script.
-        empty = os.path.join(HOME_DIR, "empty-script.jsonl")
-        open(empty, "w").close()
-        self.p = subprocess.Popen([SCRIPTED_MODEL, "--port", "0", "--sim-port", str(sim_port), "--script", empty, *extra],
-                                  stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
-                                  env=dict(os.environ, **(env or {})))
-        procs.append(self.p)
-        line = self.p.stdout.readline()
-        if "listening on" not in line:
-            raise RuntimeError(f"scripted-model did not start: {line!r}")
-        self.base_url = line.strip().split("listening on ")[1].split()[0]
-        log("scripted model at", self.base_url)
-
-    def script(self, entries, rules=()):
-        body = json.dumps({"mode": "replace", "entries": entries, "rules": list(rules),
-                           "on_exhausted": "repeat_last"}).encode()
-        root = self.base_url.rsplit("/v1", 1)[0]
-        req = urllib.request.Request(root + "/__script", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=10).read()
-        urllib.request.urlopen(urllib.request.Request(root + "/__requests", method="DELETE"), timeout=10).read()
-
-    def requests(self):
-        root = self.base_url.rsplit("/v1", 1)[0]
-        return json.loads(urllib.request.urlopen(root + "/__requests", timeout=10).read())
+        super().__init__(SCRIPTED_MODEL, HOME_DIR, sim_port, procs, log, extra, env)
 
 
 ORDER_SCRIPT = [

@@ -166,3 +166,17 @@ pub(crate) fn screen_reader() -> Option<Arc<phoneagent_vision::ScreenReader>> {
         })
         .clone()
 }
+
+/// Where exports go for a console on `db_path` (the desktop app and `phoneagent web` alike):
+/// `$PHONEAGENT_EXPORT_DIR` when set and not empty, else `exports/` next to the database.
+pub fn default_export_dir(db_path: &std::path::Path) -> PathBuf {
+    std::env::var_os("PHONEAGENT_EXPORT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            db_path
+                .parent()
+                .map(|p| p.join("exports"))
+                .unwrap_or_else(|| PathBuf::from("exports"))
+        })
+}

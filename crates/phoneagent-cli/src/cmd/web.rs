@@ -41,20 +41,6 @@ pub struct WebArgs {
     pub virtual_phone: bool,
 }
 
-/// Where exports go: `$PHONEAGENT_EXPORT_DIR`, else the data directory's `exports/` (as the
-/// desktop app).
-fn export_dir(db_path: &std::path::Path) -> PathBuf {
-    std::env::var_os("PHONEAGENT_EXPORT_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            db_path
-                .parent()
-                .map(|p| p.join("exports"))
-                .unwrap_or_else(|| PathBuf::from("exports"))
-        })
-}
-
 /// The address to bind: `--listen` (IP or IP:PORT) with `--port`, default 127.0.0.1.
 fn bind_addr(listen: Option<&str>, port: Option<u16>) -> anyhow::Result<SocketAddr> {
     let Some(l) = listen.map(str::trim) else {
@@ -213,8 +199,11 @@ pub async fn web(_g: &Global, a: WebArgs) -> anyhow::Result<u8> {
     let ui_dir = phoneagent_web::find_ui_dir(a.ui_dir.as_deref())?;
     let addr = bind_addr(a.listen.as_deref(), a.port)?;
     let db_path = phoneagent_store::default_db_path().context("cannot find the data directory")?;
-    let console = Console::open(db_path.clone(), export_dir(&db_path))
-        .map_err(|e| anyhow::anyhow!("cannot open the data store: {}", e.message))?;
+    let console = Console::open(
+        db_path.clone(),
+        phoneagent_console::console::default_export_dir(&db_path),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot open the data store: {}", e.message))?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
