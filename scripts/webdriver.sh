@@ -19,6 +19,13 @@ APP="${APP:-$CARGO_TARGET_DIR/debug/phoneagent-app}"
 SCRIPTED_MODEL="${SCRIPTED_MODEL:-$CARGO_TARGET_DIR/debug/scripted-model}"
 # The CLI serves a second virtual phone with an adbd face (a phone added by address).
 PHONEAGENT_CLI="${PHONEAGENT_CLI:-$CARGO_TARGET_DIR/debug/phoneagent}"
+for bin in "$APP" "$SCRIPTED_MODEL" "$PHONEAGENT_CLI"; do
+  if [ ! -x "$bin" ]; then
+    echo "webdriver.sh: $bin was not built. Build it (cargo test --no-run --workspace builds every" >&2
+    echo "binary that has an integration test) or point APP / SCRIPTED_MODEL / PHONEAGENT_CLI at one." >&2
+    exit 1
+  fi
+done
 
 E2E_HOME="$(mktemp -d)"
 # KEEP_E2E_HOME=1 keeps the app's data directory (SQLite, logs) for debugging a failure.
