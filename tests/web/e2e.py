@@ -313,6 +313,47 @@ def main():
         sent = json.dumps(model.requests(), ensure_ascii=False)
         assert "dark blue, please" in sent, "the model never saw the answer"
 
+    def ask_user_skipped():
+        # Skip goes through the same validation as in the app and reaches the model as a
+        # skipped question (it once failed with mismatched_response).
+        reset("home")
+        model.script([
+            {"content": 'do(action="Interact", message="Which size do you want?")'},
+            {"content": 'finish(message="No size given")'},
+            {"content": 'finish(message="No size given", confirm=True)'},
+        ])
+        start_task(s, "Ask me which size I want", "wary")
+        s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
+        s.click("#skip-btn")
+        s.wait_gone("#approval-dialog", 15)
+        wait_run_end(s, 60)
+        assert not s.find("#app-error"), f"Skip showed an error: {s.attr('#app-error', 'data-code')}"
+        sent = json.dumps(model.requests(), ensure_ascii=False)
+        assert "skipped this question" in sent, "the model was not told the question was skipped"
+
+    def take_over_in_browser():
+        # The model hands the phone to the person; a click on the browser's mirror lands on the
+        # phone (ground truth: the shop opens), Hand back resumes the run.
+        reset("home")
+        model.script([
+            {"content": 'do(action="Take_over", message="Please open the shop for me")'},
+            {"content": 'finish(message="The shop is open")'},
+            {"content": 'finish(message="The shop is open", confirm=True)'},
+        ])
+        start_task(s, "Open the shop", "wary")
+        s.wait_for("#takeover-banner", 40)
+        gt = truth()
+        el = next(e for e in gt["elements"] if e.get("label") == "商城")
+        x0, y0, x1, y1 = el["bounds"]
+        r = s.rect("#mirror-img")
+        s.click_at(r["x"] + (x0 + x1) / 2 / gt["width"] * r["width"],
+                   r["y"] + (y0 + y1) / 2 / gt["height"] * r["height"])
+        s.wait_until("the phone shows the shop", lambda: truth()["current_screen"].startswith("shop"), 15)
+        s.click("#hand-back")
+        s.wait_gone("#takeover-banner", 15)
+        status = wait_run_end(s, 60)
+        assert status == "succeeded", status
+
     def history_lists_the_runs():
         st, runs = web.call("list_runs", {"limit": 50})
         assert st == 200 and len(runs) >= 4, (st, runs)
@@ -331,6 +372,8 @@ def main():
     test("approve_in_browser_places_one_order", approve_in_browser)
     test("reject_in_browser_places_none", reject_in_browser)
     test("ask_user_answered_in_browser", ask_user_answered)
+    test("ask_user_skipped_in_browser", ask_user_skipped)
+    test("take_over_in_browser", take_over_in_browser)
     test("history_lists_the_runs", history_lists_the_runs)
     s.quit()
 

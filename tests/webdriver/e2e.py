@@ -536,6 +536,42 @@ def main():
         s.wait_gone("#takeover-banner", 15)
         wait_run_end(s, 60)
 
+    def ask_user_answered_and_skipped():
+        # Issue #13 done-when: ask_user answered word for word and skipped, in the app's dialog.
+        # Ground truth is what the model was sent next (the scripted model's request log).
+        reset(sim_port, "home")
+        model.script([
+            {"content": 'do(action="Interact", message="Which colour do you want?")'},
+            {"content": 'finish(message="Noted the colour")'},
+            {"content": 'finish(message="Noted the colour", confirm=True)'},
+        ])
+        start_task(s, "Ask me which colour I want", "wary")
+        s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
+        assert "Which colour" in (s.text("#approval-dialog") or "")
+        s.type("#answer-input", "dark blue, please")
+        s.click("#answer-btn")
+        s.wait_gone("#approval-dialog", 15)
+        wait_run_end(s, 60)
+        sent = json.dumps(model.requests(), ensure_ascii=False)
+        assert "dark blue, please" in sent, "the model never saw the answer"
+
+        # Skip: accepted (it once failed with mismatched_response) and reported to the model as
+        # a skipped question, no error shown.
+        reset(sim_port, "home")
+        model.script([
+            {"content": 'do(action="Interact", message="Which size do you want?")'},
+            {"content": 'finish(message="No size given")'},
+            {"content": 'finish(message="No size given", confirm=True)'},
+        ])
+        start_task(s, "Ask me which size I want", "wary")
+        s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
+        s.click("#skip-btn")
+        s.wait_gone("#approval-dialog", 15)
+        wait_run_end(s, 60)
+        assert not s.find("#app-error"), f"Skip showed an error: {s.attr('#app-error', 'data-code')}"
+        sent = json.dumps(model.requests(), ensure_ascii=False)
+        assert "skipped this question" in sent, "the model was not told the question was skipped"
+
     def approve_from_notification():
         reset(sim_port, "checkout")
         model.script(ORDER_SCRIPT)
@@ -826,6 +862,7 @@ def main():
     test("approve_hard_request_in_dialog", approve_in_dialog)
     test("rejected_request_leaves_no_order", reject_leaves_no_order)
     test("take_over_by_clicking_the_mirror", take_over_by_clicking)
+    test("ask_user_answered_and_skipped", ask_user_answered_and_skipped)
     if os.environ.get("E2E_NOTIFICATION", "1") == "1":
         test("approve_from_notification", approve_from_notification)
     test("approve_for_me_override", approve_for_me_override)
