@@ -4,6 +4,9 @@
 //! ports; `phoneagent run` is a third process speaking ADB and OpenAI-compatible HTTP to them,
 //! with its store in a throw-away `PHONEAGENT_HOME`. The phone's ground truth is read back with
 //! `phoneagent sim state`, the history with `phoneagent runs` / `phoneagent export`.
+//!
+//! Size: one suite of CLI-process end-to-end tests sharing one process rig (virtual phone,
+//! scripted model, throw-away home).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -44,6 +44,10 @@
 //! followed by `,`, `)` or the end of input closes the string, so that the real error (text
 //! after the call, a positional argument, an unclosed call) is reported. Escaped quotes (`\"`)
 //! are always text. Newlines, CJK and emoji are kept exactly; escapes are decoded as in Python.
+//!
+//! Size (over 800 lines, about 1,000 of code then unit tests): one closed grammar — its scanner,
+//! parser and the positions of their errors share one token type and one cursor; split apart they
+//! would only hand that state across a module boundary.
 
 use std::ops::Range;
 

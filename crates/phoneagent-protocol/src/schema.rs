@@ -5,6 +5,10 @@
 //! location — and the functions here turn that into an [`Action`] or a precise rejection.
 //! Unknown keywords are reported before missing ones, so the model learns about a misspelt
 //! keyword first.
+//!
+//! Size (about 1,180 lines of code then tests): one closed schema per action kind, kept side by
+//! side so every kind is checked with the same helpers and in the same order (unknown keywords
+//! before missing ones).
 
 use crate::action::{Action, ActionKind, MAX_META_CHARS, TaskItem};
 use crate::geometry::ModelPoint;

@@ -1,6 +1,8 @@
 //! The approve-for-me reviewer against the scripted model server acting as the reviewer (real
 //! HTTP on loopback): a policy table of cases, then the stateful parts (breaker, budgets,
 //! override, cache).
+//!
+//! Size: one policy table of cases plus the stateful tests over the same reviewer fixture.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

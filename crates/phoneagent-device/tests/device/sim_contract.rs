@@ -1,4 +1,7 @@
 //! Contract tests: the device layer against the virtual phone, through the ADB protocol.
+//!
+//! Size: one contract suite over one fixture (the virtual phone on loopback), read top to bottom
+//! as the device layer's contract.
 
 use crate::{eventually, fast_opts, one_phone, start};
 use phoneagent_device::{

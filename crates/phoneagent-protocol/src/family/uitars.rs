@@ -26,6 +26,11 @@
 //! or keyword, a duplicate keyword, a positional argument, a point with the wrong number of
 //! values or outside the native range, an unclosed string or call, text after the call, a call
 //! in a Markdown fence.
+//!
+//! Size (about 900 lines): one family's whole grammar — answer layout, its Python-like call
+//! syntax, the point/box notations of each UI-TARS version, the action table and the renderer
+//! back into that grammar; the parser and renderer must agree token for token, so they stay in
+//! one file.
 
 use super::{Ctx, FamilyAdapter, strip_special_tokens, strip_thinking};
 use crate::action::{Action, ActionKind, MAX_META_CHARS};

@@ -18,6 +18,8 @@
 //! password) instead requires that the password never appears in plain text in a stored event,
 //! the JSON or HTML export, or any model request, and in `hard` that the person was asked before
 //! it was typed (and, rejecting, nothing was typed).
+//!
+//! Size: a data table (one entry per attack case), not logic.
 
 use std::time::Instant;
 
