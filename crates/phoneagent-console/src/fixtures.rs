@@ -1,7 +1,7 @@
 //! Serialized event fixtures for the UI's unit tests: real [`EventEnvelope`]s built from the
-//! protocol types and written to `ui/src/lib/fixtures/run-hard-approval.json`, so the
-//! hand-kept TypeScript view of the event stream (`ui/src/lib/events.ts`) is tested against
-//! what the Rust side actually serializes. `scripts/test.sh` fails when the file is stale.
+//! protocol types and written to `ui/src/lib/fixtures/run-hard-approval.json`, so the UI's
+//! reducers (typed by the ts-rs bindings of the event stream, `ui/src/lib/bindings/`) are
+//! tested on what the Rust side actually serializes. `scripts/test.sh` fails when the file is stale.
 
 use phoneagent_protocol::event::{
     DecidedBy, GateOutcome, HumanRequestKind, HumanResponse, MappedPoint, TokenTotals,

@@ -13,6 +13,7 @@ pub const MAX_META_CHARS: usize = 4000;
 
 /// One item of the model's task board (SPEC F1), kept through `note`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct TaskItem {
     /// Short sub-goal text.
     pub text: String,
@@ -23,6 +24,7 @@ pub struct TaskItem {
 /// What the model asked for. Serialized with an `action` tag in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum ActionKind {
     /// Tap at `element` (gated, SPEC S2).
     Tap {
@@ -152,6 +154,7 @@ impl ActionKind {
 
 /// One parsed, schema-valid model action with its planning metadata (SPEC A3, A6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct Action {
     /// What to do.
     #[serde(flatten)]

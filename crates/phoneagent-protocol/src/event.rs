@@ -17,6 +17,7 @@ pub const TRAJECTORY_SCHEMA_VERSION: &str = "1.3";
 
 /// One event with its place in the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct EventEnvelope {
     /// Run id (uuid).
     pub run_id: String,
@@ -34,6 +35,7 @@ pub struct EventEnvelope {
 /// Live phase of the agent (SPEC R2). Every recoverable path returns in `Observing`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum Phase {
     /// Not running.
     Idle,
@@ -79,6 +81,7 @@ impl Phase {
 
 /// The trajectory policy block (SPEC T2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct TrajectoryPolicy {
     /// Always `"screenshot_only"`.
     pub policy_observation: String,
@@ -104,6 +107,7 @@ impl TrajectoryPolicy {
 
 /// A model coordinate mapped through the contract (SPEC M5): all four representations.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct MappedPoint {
     /// As the model emitted it.
     pub model: ModelPoint,
@@ -135,6 +139,7 @@ pub enum DecidedBy {
 /// Outcome of the safety gate for one call (SPEC S1, S5–S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum GateOutcome {
     /// Run the call.
     Allow,
@@ -153,6 +158,7 @@ pub enum GateOutcome {
 /// What a human is asked for (SPEC S8).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum HumanRequestKind {
     /// Approve or reject a gated call.
     Approval {
@@ -168,10 +174,12 @@ pub enum HumanRequestKind {
         /// the tap point and its dialog, as read from the planning frame's pixels, redacted.
         /// `None` when nothing was read (no OCR engine, or not a touch).
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         screen: Option<String>,
         /// The model's own `reason` for the call, redacted — untrusted, shown labelled as the
         /// model's (SPEC S14).
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         model_reason: Option<String>,
     },
     /// A question from the model; the answer returns verbatim.
@@ -234,6 +242,7 @@ impl HumanResponse {
 
 /// Verification facts after a dispatched command (SPEC R4). Kept separate on purpose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct VerificationFacts {
     /// A command was sent to the device.
     pub dispatched: bool,
@@ -250,6 +259,7 @@ pub struct VerificationFacts {
 /// Recovery outcomes (SPEC R5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum RecoveryOutcome {
     /// Ask the model again on a fresh observation.
     Replan,
@@ -265,6 +275,7 @@ pub enum RecoveryOutcome {
 
 /// One probe of coordinate calibration (SPEC M4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct CalibrationProbe {
     /// Target centre in image pixels of the probe image.
     pub target_px: [f64; 2],
@@ -277,6 +288,7 @@ pub struct CalibrationProbe {
 /// Terminal status of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum RunStatus {
     /// In progress.
     Running,
@@ -308,6 +320,7 @@ impl RunStatus {
 
 /// Token/cost summary (SPEC M3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct TokenTotals {
     /// Prompt tokens, all roles.
     pub prompt_tokens: u64,
@@ -323,6 +336,7 @@ pub struct TokenTotals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum AgentEvent {
     /// The run began.
     RunStarted {

@@ -71,6 +71,7 @@ pub struct ScreenGeometry {
 /// A point as emitted by the model, in the frozen [`CoordinateSpace`]. Untrusted: may be out of
 /// range or fractional; the `CoordinateMapper` validates it and never clamps (SPEC M5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct ModelPoint {
     /// Horizontal coordinate (left → right).
     pub x: f64,
@@ -80,6 +81,7 @@ pub struct ModelPoint {
 
 /// A point in the runtime's protocol space: `0..=999` on each axis, relative to the screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct RuntimePoint {
     /// `0..=999`, left → right.
     pub x: u16,
@@ -89,6 +91,7 @@ pub struct RuntimePoint {
 
 /// A point in device pixels of the current orientation (what `input tap X Y` takes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub struct DevicePoint {
     /// px from the left edge.
     pub x: u32,
@@ -99,6 +102,7 @@ pub struct DevicePoint {
 /// `MODEL_COORDINATE_SPACE`: how the model's numbers are to be read (SPEC M4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export))]
 pub enum CoordinateSpace {
     /// Integers `0..=999` relative to the image on each axis (AutoGLM-style).
     #[serde(rename = "relative_0_999")]
