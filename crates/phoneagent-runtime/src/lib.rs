@@ -7,7 +7,8 @@
 //!
 //! Code map:
 //! * `agent` — the loop, `AgentState`, freshness, dispatch, verification, recovery, finish;
-//!   `run` and the step API (`start_steps` → `StepSession`).
+//!   `run` and the step API (`start_steps` → `StepSession`). The core is `agent.rs`; its rooms
+//!   are `agent/{run,step,observe,plan,act,gate,human,dispatch,finish,screen_gate,approve_for_me}.rs`.
 //! * `control` — the pause/resume switch (`PauseHandle`).
 //! * `session` — one phone's `Session` (SPEC A7): `Op`s in, events out; owns the run task,
 //!   busy state, pending requests, pause and auto-review, and limits what a delegate may do.

@@ -262,7 +262,7 @@ impl Run {
                 });
                 let (human_id, resp) = self
                     .ask_human_with_id(
-                        super::approval_request(
+                        super::human::approval_request(
                             action,
                             tier,
                             reasons.clone(),
