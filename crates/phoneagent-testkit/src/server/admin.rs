@@ -4,7 +4,7 @@
 
 use super::*;
 
-async fn models(
+pub(super) async fn models(
     State(shared): State<Arc<Shared>>,
     method: Method,
     uri: Uri,
@@ -42,7 +42,7 @@ async fn models(
     json_response(StatusCode::OK, &json!({"object": "list", "data": data}))
 }
 
-async fn fallback(
+pub(super) async fn fallback(
     State(shared): State<Arc<Shared>>,
     method: Method,
     uri: Uri,
@@ -67,18 +67,18 @@ async fn fallback(
     )
 }
 
-async fn list_requests(State(shared): State<Arc<Shared>>) -> Response {
+pub(super) async fn list_requests(State(shared): State<Arc<Shared>>) -> Response {
     let reqs = lock(&shared.requests).clone();
     json_response(StatusCode::OK, &json!(reqs))
 }
 
-async fn clear_requests(State(shared): State<Arc<Shared>>) -> Response {
+pub(super) async fn clear_requests(State(shared): State<Arc<Shared>>) -> Response {
     lock(&shared.requests).clear();
     json_response(StatusCode::OK, &json!({"cleared": true}))
 }
 
 #[derive(Debug, Deserialize)]
-struct ScriptQuery {
+pub(super) struct ScriptQuery {
     mode: Option<String>,
 }
 
@@ -95,7 +95,7 @@ struct ScriptUpdate {
     on_exhausted: Option<OnExhausted>,
 }
 
-async fn update_script(
+pub(super) async fn update_script(
     State(shared): State<Arc<Shared>>,
     Query(q): Query<ScriptQuery>,
     body: Bytes,
@@ -164,7 +164,7 @@ async fn update_script(
     )
 }
 
-async fn health(State(shared): State<Arc<Shared>>) -> Response {
+pub(super) async fn health(State(shared): State<Arc<Shared>>) -> Response {
     let pending = lock(&shared.queues).pending_counts();
     let n = lock(&shared.requests).len();
     json_response(

@@ -19,7 +19,7 @@ enum Plan {
     },
 }
 
-async fn chat(
+pub(super) async fn chat(
     State(shared): State<Arc<Shared>>,
     method: Method,
     uri: Uri,

@@ -32,6 +32,7 @@ mod respond;
 
 use admin::{clear_requests, fallback, health, list_requests, models, update_script};
 use chat::chat;
+use respond::respond_answer;
 
 /// Largest request body accepted (screenshots travel as base64 inside the JSON), bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;

@@ -3,7 +3,7 @@
 
 use super::*;
 
-async fn respond_answer(
+pub(super) async fn respond_answer(
     shared: &Arc<Shared>,
     guard: OutcomeGuard,
     meta: &Meta,
