@@ -11,7 +11,7 @@
 //!
 //! The webview's own decode and paint are not in these numbers (the WebDriver suite measures
 //! the view). Prints a table. Run: `cargo bench -p phoneagent-console --bench mirror` (add
-//! `-- 50` for 50 changes per cell).
+//! `-- 50` for 50 changes per cell; `MIRROR_ONLY=instant/scrcpy` for one cell).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,6 +145,8 @@ fn main() -> anyhow::Result<()> {
     ));
     std::fs::write(&jar, b"PK\x03\x04 stand-in scrcpy-server")?;
     let rt = tokio::runtime::Runtime::new()?;
+    // `MIRROR_ONLY=instant/scrcpy,real/raw`: only these cells (profiling one path).
+    let only = std::env::var("MIRROR_ONLY").ok().filter(|v| !v.is_empty());
     println!(
         "desktop mirror on the virtual phone: {changes} screen changes per cell for latency, 3 s of changes every 16 ms for fps"
     );
@@ -157,6 +159,10 @@ fn main() -> anyhow::Result<()> {
             ScreenshotMode::Raw,
             ScreenshotMode::Png,
         ] {
+            let cell = format!("{profile}/{}", mode.as_str());
+            if only.as_ref().is_some_and(|o| !o.split(',').any(|c| c == cell)) {
+                continue;
+            }
             let c = rt.block_on(measure(profile, mode, &jar, changes))?;
             println!(
                 "| {profile} | {} | {:.0} | {:.0} | {:.1} | {} | {} |",
