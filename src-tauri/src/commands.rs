@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use phoneagent_console::Console;
 use phoneagent_console::dto::{
-    AnswerInput, AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView,
+    AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView,
     ExportResult, FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog, PendingRequest,
     RunSummary, SelectedDevice, SetupStatus, StartRunRequest, VirtualPhone,
 };
@@ -90,7 +90,7 @@ pub fn pending_requests(state: S<'_>) -> Vec<PendingRequest> {
 
 /// Answer a pending request; validated against its id, expiry and kind in Rust.
 #[tauri::command]
-pub async fn answer_request(state: S<'_>, id: String, answer: AnswerInput) -> AppResult<()> {
+pub async fn answer_request(state: S<'_>, id: String, answer: phoneagent_protocol::event::HumanResponse) -> AppResult<()> {
     state.answer(&id, answer).await
 }
 

@@ -9,7 +9,7 @@ use phoneagent_review::auto::{AutoReviewConfig, AutoReviewStatus, OverrideGrant}
 use phoneagent_runtime::{Ack, HumanRequest, Session};
 
 use crate::console::Console;
-use crate::dto::{AnswerInput, PendingRequest};
+use crate::dto::{PendingRequest, RequestKind};
 use crate::error::{AppError, AppResult};
 use crate::settings::ApprovalPolicySettings;
 
@@ -17,7 +17,7 @@ use crate::settings::ApprovalPolicySettings;
 pub fn pending_view(r: &HumanRequest) -> PendingRequest {
     let mut p = PendingRequest {
         id: r.id.clone(),
-        kind: String::new(),
+        kind: RequestKind::Approval,
         tool: None,
         target: None,
         tier: None,
@@ -34,34 +34,31 @@ pub fn pending_view(r: &HumanRequest) -> PendingRequest {
             reasons,
             ..
         } => {
-            p.kind = "approval".into();
+            p.kind = RequestKind::Approval;
             p.tool = Some(tool.clone());
             p.target = Some(target.clone());
-            p.tier = serde_json::to_value(tier)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string));
+            p.tier = Some(*tier);
             p.reasons = reasons.clone();
         }
         HumanRequestKind::AskUser { question } => {
-            p.kind = "ask_user".into();
+            p.kind = RequestKind::AskUser;
             p.text = Some(question.clone());
         }
         HumanRequestKind::TakeOver { message } => {
-            p.kind = "take_over".into();
+            p.kind = RequestKind::TakeOver;
             p.text = Some(message.clone());
         }
     }
     p
 }
 
-fn to_response(a: AnswerInput) -> HumanResponse {
+/// An answer as the session gets it: an empty rejection note is no note.
+fn to_response(a: HumanResponse) -> HumanResponse {
     match a {
-        AnswerInput::Approve => HumanResponse::Approve,
-        AnswerInput::Reject { note } => HumanResponse::Reject {
+        HumanResponse::Reject { note } => HumanResponse::Reject {
             note: note.filter(|n| !n.trim().is_empty()),
         },
-        AnswerInput::Answer { text } => HumanResponse::Answer { text },
-        AnswerInput::HandBack => HumanResponse::HandBack,
+        other => other,
     }
 }
 
@@ -79,7 +76,7 @@ impl Console {
     ///
     /// # Errors
     /// `unknown_request`, `expired_request`, `mismatched_response`.
-    pub async fn answer(&self, id: &str, answer: AnswerInput) -> AppResult<()> {
+    pub async fn answer(&self, id: &str, answer: HumanResponse) -> AppResult<()> {
         self.submit(Op::Answer {
             request_id: id.to_string(),
             response: to_response(answer),

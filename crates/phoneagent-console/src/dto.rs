@@ -4,6 +4,7 @@
 //! `scripts/test.sh` fails when the committed files are stale.
 
 use serde::{Deserialize, Serialize};
+use phoneagent_protocol::{AccessMode, RiskTier, RunStatus, TerminationCode};
 use ts_rs::TS;
 
 /// Names of the app events emitted to the webview.
@@ -79,7 +80,7 @@ pub struct DemoScenarioView {
     /// Name (`buy`, `draft-mail`); with `mode` it names the scenario.
     pub name: String,
     /// Access mode the script is written for (`wary`, `approve-for-me`).
-    pub mode: String,
+    pub mode: AccessMode,
     /// The task the agent is given.
     pub task: String,
     /// What it shows.
@@ -192,12 +193,25 @@ pub struct RunStarted {
 pub struct RunEnded {
     /// Run id (empty when the run could not start).
     pub run_id: String,
-    /// `succeeded`, `failed`, `cancelled`, `taken_over`, or `error` when it could not start.
-    pub status: String,
-    /// Termination code.
-    pub termination_code: String,
+    /// How it ended; `failed` with `internal` when the run ended without an outcome.
+    pub status: RunStatus,
+    /// Why it ended.
+    pub termination_code: TerminationCode,
     /// Final message or error.
     pub message: String,
+}
+
+/// What a pending human request asks for (SPEC S8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// Approve or reject a gated action.
+    Approval,
+    /// Answer the model's question.
+    AskUser,
+    /// Take the phone over.
+    TakeOver,
 }
 
 /// A human request waiting for an answer (SPEC U4, S8).
@@ -206,14 +220,14 @@ pub struct RunEnded {
 pub struct PendingRequest {
     /// Request id; answers must name it.
     pub id: String,
-    /// `approval`, `ask_user` or `take_over`.
-    pub kind: String,
+    /// What is asked.
+    pub kind: RequestKind,
     /// Tool (approvals).
     pub tool: Option<String>,
     /// Redacted target (approvals).
     pub target: Option<String>,
-    /// Tier (approvals): `none`, `soft`, `reviewer`, `hard`.
-    pub tier: Option<String>,
+    /// Tier (approvals).
+    pub tier: Option<RiskTier>,
     /// Gate reasons (approvals).
     pub reasons: Vec<String>,
     /// The question (ask_user) or the instruction (take_over).
@@ -223,27 +237,6 @@ pub struct PendingRequest {
     /// Expiry, ms since the epoch.
     #[ts(type = "number")]
     pub expires_at_ms: u64,
-}
-
-/// An answer from the in-app dialog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[ts(export)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum AnswerInput {
-    /// Approve (approvals) / the human finished the job (take_over).
-    Approve,
-    /// Reject, with an optional note for the model.
-    Reject {
-        /// Note.
-        note: Option<String>,
-    },
-    /// Text answer to ask_user (returned verbatim).
-    Answer {
-        /// Text.
-        text: String,
-    },
-    /// Hand the phone back after a take_over.
-    HandBack,
 }
 
 /// Whether a keyring entry holds a key (the key itself is never returned; SPEC P5).
@@ -269,7 +262,7 @@ pub struct RunSummary {
     /// Task.
     pub task: String,
     /// Status.
-    pub status: String,
+    pub status: RunStatus,
     /// Start ms since epoch.
     #[ts(type = "number")]
     pub started_ms: i64,
@@ -281,9 +274,9 @@ pub struct RunSummary {
     /// Model.
     pub model: Option<String>,
     /// Access mode.
-    pub mode: String,
-    /// Termination code.
-    pub termination_code: Option<String>,
+    pub mode: AccessMode,
+    /// Why it ended (none while running, or for a stored code this version does not know).
+    pub termination_code: Option<TerminationCode>,
     /// Steps.
     #[ts(type = "number")]
     pub steps: u64,

@@ -88,7 +88,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
                 blocked: false,
                 screen_seq: 1,
                 capture_ms: 40,
-                purpose: "plan".into(),
+                purpose: phoneagent_protocol::ObservationPurpose::Plan,
             },
         ),
         (
@@ -177,7 +177,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
             1,
             AgentEvent::ToolResult {
                 tool: "tap".into(),
-                status: "error".into(),
+                status: phoneagent_protocol::ToolStatus::Error,
                 text: "rejected by the user".into(),
             },
         ),
@@ -190,7 +190,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
                 blocked: false,
                 screen_seq: 2,
                 capture_ms: 38,
-                purpose: "plan".into(),
+                purpose: phoneagent_protocol::ObservationPurpose::Plan,
             },
         ),
         (
@@ -203,7 +203,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
         (
             2,
             AgentEvent::Freshness {
-                outcome: "fresh".into(),
+                outcome: phoneagent_protocol::FreshnessOutcome::Fresh,
                 target_changed: 0.0,
                 global_changed: 0.01,
                 rechecks: 0,
@@ -257,7 +257,7 @@ pub fn hard_approval_run() -> Vec<EventEnvelope> {
             3,
             AgentEvent::RunFinished {
                 status: RunStatus::Succeeded,
-                termination_code: "finish_accepted".into(),
+                termination_code: phoneagent_protocol::EndReason::FinishAccepted.into(),
                 message: "done".into(),
                 steps: 3,
                 duration_ms: 5000,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use phoneagent_device::{AdbDevice, AdbServer, Device};
 use phoneagent_llm::{ModelsConfig, Role, RoleResolution};
-use phoneagent_protocol::{AccessMode, EventEnvelope, Op, TaskOptions};
+use phoneagent_protocol::{AccessMode, ErrorCode, EventEnvelope, Op, RunStatus, TaskOptions};
 use phoneagent_review::auto::AutoReviewConfig;
 use phoneagent_runtime::store_recorder::StoreRecorder;
 use phoneagent_runtime::{
@@ -332,14 +332,14 @@ impl Console {
             let ended = match outcome {
                 Some(o) => RunEnded {
                     run_id: o.run_id,
-                    status: o.status.as_str().into(),
+                    status: o.status,
                     termination_code: o.termination_code,
                     message: o.message,
                 },
                 None => RunEnded {
                     run_id: run_id.clone(),
-                    status: "error".into(),
-                    termination_code: "internal".into(),
+                    status: RunStatus::Failed,
+                    termination_code: ErrorCode::Internal.into(),
                     message: "the run ended without an outcome".into(),
                 },
             };

@@ -106,31 +106,9 @@ impl CalibrationCache for MemoryCalibrationCache {
     }
 }
 
-/// How the contract was decided (the `method` of a `coordinate_calibration` event).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CalibrationMethod {
-    /// The profile (or `MODEL_COORDINATE_SPACE`) names a space.
-    Explicit,
-    /// Found in the cache.
-    Cached,
-    /// Negotiated now with probes.
-    Negotiated,
-    /// No candidate met the bounds: fail closed.
-    Rejected,
-}
-
-impl CalibrationMethod {
-    /// Stable name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Explicit => "explicit",
-            Self::Cached => "cached",
-            Self::Negotiated => "negotiated",
-            Self::Rejected => "rejected",
-        }
-    }
-}
+/// How the contract was decided (the `method` of a `coordinate_calibration` event): the
+/// protocol's closed vocabulary.
+pub use phoneagent_protocol::CalibrationMethod;
 
 /// One probe under one candidate space.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,7 +192,7 @@ impl CalibrationReport {
     /// The `coordinate_calibration` event (SPEC M4).
     pub fn to_event(&self) -> phoneagent_protocol::AgentEvent {
         phoneagent_protocol::AgentEvent::CoordinateCalibration {
-            method: self.method.as_str().to_string(),
+            method: self.method,
             space: self.space,
             probes: self.event_probes(),
             detail: self.detail.clone(),

@@ -381,8 +381,8 @@ pub enum AgentEvent {
     },
     /// Coordinate contract decision (SPEC M4).
     CoordinateCalibration {
-        /// `explicit`, `cached`, `negotiated` or `rejected`.
-        method: String,
+        /// How it was settled.
+        method: crate::outcome::CalibrationMethod,
         /// Frozen space (absent when rejected).
         space: Option<CoordinateSpace>,
         /// Probes with errors (negotiated/rejected).
@@ -404,8 +404,8 @@ pub enum AgentEvent {
         screen_seq: u64,
         /// Capture time ms.
         capture_ms: u32,
-        /// Why it was taken: `plan`, `freshness`, `verify`, `reobserve`.
-        purpose: String,
+        /// Why it was taken.
+        purpose: crate::outcome::ObservationPurpose,
     },
     /// A model call was made.
     ModelCall {
@@ -503,8 +503,8 @@ pub enum AgentEvent {
     },
     /// Visual freshness check before dispatch (SPEC R3).
     Freshness {
-        /// `fresh`, `fresh_after_recheck` or `stale`.
-        outcome: String,
+        /// What the check found.
+        outcome: crate::outcome::FreshnessOutcome,
         /// Changed fraction in the target region.
         target_changed: f64,
         /// Changed fraction of the whole screen.
@@ -593,8 +593,8 @@ pub enum AgentEvent {
     },
     /// Finish verifier verdict (SPEC F2).
     FinishVerifier {
-        /// `pass`, `reject` or `skipped`.
-        verdict: String,
+        /// The verdict.
+        verdict: crate::outcome::VerifierVerdict,
         /// Reason.
         reason: String,
     },
@@ -607,8 +607,8 @@ pub enum AgentEvent {
     ToolResult {
         /// Tool.
         tool: String,
-        /// `ok` or `error`.
-        status: String,
+        /// Success or refusal.
+        status: crate::outcome::ToolStatus,
         /// Text the model sees.
         text: String,
     },
@@ -626,8 +626,8 @@ pub enum AgentEvent {
     RunFinished {
         /// Status.
         status: RunStatus,
-        /// Termination code (e.g. `finish_accepted`, `max_steps`, `cancelled`).
-        termination_code: String,
+        /// Why it ended (`finish_accepted`, `max_steps`, `cancelled`, …).
+        termination_code: crate::outcome::TerminationCode,
         /// Final message (the model's finish message or the error).
         message: String,
         /// Steps taken.

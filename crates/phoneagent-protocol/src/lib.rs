@@ -20,6 +20,8 @@
 //! * [`family`]: model families as adapters ([`ModelFamily`], [`FamilyAdapter`]: trained prompt,
 //!   grammar, coordinate convention with Qwen's smart-resize, history and receipts; SPEC M7).
 //! * [`op`]: the commands a front end submits to a runtime session ([`Op`], SPEC A7).
+//! * [`outcome`]: closed vocabularies of the event stream ([`TerminationCode`],
+//!   [`ObservationPurpose`], [`VerifierVerdict`], …; issue #13).
 //! * [`options`]: per-run bounds and capabilities of both front ends ([`ParseOptions`]).
 //!
 //! Dependencies point one way: this crate depends on no other PhoneAgent crate.
@@ -33,6 +35,7 @@ pub mod family;
 pub mod geometry;
 pub mod op;
 pub mod options;
+pub mod outcome;
 pub mod parse_error;
 pub mod prompt;
 pub mod render;
@@ -58,6 +61,10 @@ pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };
 pub use op::{Op, TaskOptions};
+pub use outcome::{
+    CalibrationMethod, EndReason, FreshnessOutcome, ObservationPurpose, TerminationCode,
+    ToolStatus, VerifierVerdict,
+};
 pub use options::{ParseOptions, ToolOptions};
 pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
 pub use prompt::do_grammar_prompt;

@@ -24,7 +24,7 @@ use phoneagent_llm::{ChatResponse, LlmError, ModelClient};
 use phoneagent_protocol::event::{DecidedBy, GateOutcome, RecoveryOutcome};
 use phoneagent_protocol::{
     Action, AgentEvent, CoordinateSpace, ErrorCode, EventEnvelope, Phase, RiskTier, RunStatus,
-    ScreenGeometry, TaskItem,
+    ScreenGeometry, TaskItem, TerminationCode, ToolStatus,
 };
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -121,8 +121,8 @@ pub struct RunOutcome {
     pub run_id: String,
     /// Terminal status.
     pub status: RunStatus,
-    /// Termination code (`finish_accepted`, `max_steps`, `cancelled`, …).
-    pub termination_code: String,
+    /// Why it ended (`finish_accepted`, `max_steps`, `cancelled`, …).
+    pub termination_code: TerminationCode,
     /// The model's final message or the error.
     pub message: String,
     /// Steps taken.
@@ -265,7 +265,7 @@ enum Flow {
     /// Go on with the next action / step.
     Continue,
     /// The run is over.
-    End(RunStatus, String, String),
+    End(RunStatus, TerminationCode, String),
 }
 
 /// Signature of a dispatched action for the repeat guard.
@@ -382,11 +382,11 @@ impl Run {
         self.bus.emit(AgentEvent::Phase { phase });
     }
 
-    fn outcome(&self, status: RunStatus, code: &str, message: String) -> RunOutcome {
+    fn outcome(&self, status: RunStatus, code: TerminationCode, message: String) -> RunOutcome {
         RunOutcome {
             run_id: self.bus_run_id(),
             status,
-            termination_code: code.to_string(),
+            termination_code: code,
             message,
             steps: self.step,
             duration_ms: self.started.elapsed().as_millis() as u64,
@@ -397,12 +397,16 @@ impl Run {
         self.agent.state().run_id.unwrap_or_default()
     }
 
-    fn end(status: RunStatus, code: &str, message: impl Into<String>) -> Flow {
-        Flow::End(status, code.to_string(), message.into())
+    fn end(
+        status: RunStatus,
+        code: impl Into<TerminationCode>,
+        message: impl Into<String>,
+    ) -> Flow {
+        Flow::End(status, code.into(), message.into())
     }
 
     fn cancelled_flow(&self) -> Flow {
-        Self::end(RunStatus::Cancelled, "cancelled", "cancelled by the user")
+        Self::end(RunStatus::Cancelled, ErrorCode::Cancelled, "cancelled by the user")
     }
 
     fn budget_exhausted(&self) -> bool {
@@ -517,7 +521,11 @@ impl Run {
     fn record_turn(&mut self, action: &Action, result: String, rejected: bool) {
         self.bus.emit(AgentEvent::ToolResult {
             tool: action.kind.name().into(),
-            status: if rejected { "error" } else { "ok" }.into(),
+            status: if rejected {
+                ToolStatus::Error
+            } else {
+                ToolStatus::Ok
+            },
             text: result.clone(),
         });
         self.feedback.push(result.clone());

@@ -571,7 +571,7 @@ impl Session {
             let outcome = outcome.unwrap_or_else(|e| RunOutcome {
                 run_id: steps.run_id(),
                 status: phoneagent_protocol::RunStatus::Failed,
-                termination_code: "store".into(),
+                termination_code: phoneagent_protocol::ErrorCode::Store.into(),
                 message: e.to_string(),
                 steps: 0,
                 duration_ms: 0,

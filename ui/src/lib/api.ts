@@ -3,7 +3,7 @@
 // The commands travel over ./transport: Tauri IPC in the desktop app, HTTP + WebSocket in a
 // browser (`phoneagent web`).
 import { asAppError, transport, type Unlisten } from './transport';
-import type { AnswerInput } from './bindings/AnswerInput';
+import type { HumanResponse } from './bindings/HumanResponse';
 import type { AppError } from './bindings/AppError';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AppSettings } from './bindings/AppSettings';
@@ -35,7 +35,7 @@ import type { ApprovalPolicySettings } from './bindings/ApprovalPolicySettings';
 import type { AutoReviewConfig } from './bindings/AutoReviewConfig';
 export type { AutoReviewStatus, OverrideGrant, ApprovalReview, ApprovalPolicySettings, AutoReviewConfig };
 export type { DemoScenarioView };
-export type { AnswerInput, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
+export type { HumanResponse, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
 export { asAppError };
 /** What `onAgentEvent` / `onRunEnded` resolve to: call it to stop listening. */
@@ -59,7 +59,7 @@ export const api = {
   takeOverSwipe: (x1: number, y1: number, x2: number, y2: number, durationMs: number) =>
     call<void>('take_over_swipe', { x1, y1, x2, y2, durationMs }),
   pendingRequests: () => call<PendingRequest[]>('pending_requests'),
-  answer: (id: string, answer: AnswerInput) => call<void>('answer_request', { id, answer }),
+  answer: (id: string, answer: HumanResponse) => call<void>('answer_request', { id, answer }),
   startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
   startDemo: (name: string, mode: string) => call<SelectedDevice>('start_demo', { name, mode }),
   demoScenarios: () => call<DemoScenarioView[]>('demo_scenarios'),

@@ -124,7 +124,7 @@ export function applyEvent(prev: TimelineState, env: EventEnvelope): TimelineSta
       s.latestScreenshot = ev.screenshot;
       if (env.step > 0) {
         const st = cur();
-        if (!st.screenshot && (ev.purpose === 'plan' || ev.purpose === 'reobserve' || !st.action)) {
+        if (!st.screenshot && (ev.purpose === 'plan' || !st.action)) {
           st.screenshot = ev.screenshot;
           st.width = ev.width;
           st.height = ev.height;

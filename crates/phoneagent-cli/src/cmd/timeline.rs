@@ -5,7 +5,9 @@
 //! line of its own that looks like ours (a fake approval prompt).
 
 use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
-use phoneagent_protocol::{ActionKind, AgentEvent, EventEnvelope};
+use phoneagent_protocol::{
+    ActionKind, AgentEvent, CalibrationMethod, EventEnvelope, FreshnessOutcome,
+};
 
 /// Render one event as a timeline line, or `None` for events the terminal view skips.
 pub fn line(env: &EventEnvelope) -> Option<String> {
@@ -37,9 +39,9 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             ..
         } => format!(
             "  coordinates: {} {}{}",
-            one(method),
+            method.as_str(),
             space.map(|s| s.to_string()).unwrap_or_default(),
-            if method == "rejected" {
+            if *method == CalibrationMethod::Rejected {
                 format!(" — {}", clip(detail, 200))
             } else {
                 String::new()
@@ -97,7 +99,10 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
                 one(&reasons.join(", "))
             ),
         },
-        AgentEvent::Freshness { outcome, .. } if outcome == "stale" => {
+        AgentEvent::Freshness {
+            outcome: FreshnessOutcome::Stale,
+            ..
+        } => {
             "     ↻ the screen changed before the tap: cancelled with zero touches, re-planning"
                 .into()
         }
@@ -179,7 +184,7 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
             format!("     finish refused ({}): {}", one(by), clip(message, 120))
         }
         AgentEvent::FinishVerifier { verdict, reason } => {
-            format!("     verifier: {} {}", one(verdict), clip(reason, 100))
+            format!("     verifier: {} {}", verdict.as_str(), clip(reason, 100))
         }
         AgentEvent::Warning { code, message } => {
             format!("     warning {}: {}", one(code), clip(message, 200))
@@ -209,7 +214,7 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
         } => format!(
             "== {} ({}) after {steps} steps in {:.1} s · {} tokens{}\n   {}",
             status.as_str(),
-            one(termination_code),
+            termination_code.as_str(),
             *duration_ms as f64 / 1000.0,
             tokens.prompt_tokens + tokens.completion_tokens,
             if tokens.cost_usd > 0.0 {

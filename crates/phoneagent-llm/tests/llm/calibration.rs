@@ -284,7 +284,7 @@ async fn explicit_space_makes_no_calls() {
     assert_eq!(
         r.report.to_event(),
         phoneagent_protocol::AgentEvent::CoordinateCalibration {
-            method: "explicit".into(),
+            method: phoneagent_protocol::CalibrationMethod::Explicit,
             space: Some(CoordinateSpace::DisplayPixels),
             probes: vec![],
             detail: r.report.detail.clone(),

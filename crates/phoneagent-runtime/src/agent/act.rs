@@ -11,7 +11,8 @@ use phoneagent_protocol::event::{
     DecidedBy, GateOutcome, HumanRequestKind, HumanResponse, RecoveryOutcome,
 };
 use phoneagent_protocol::{
-    Action, ActionKind, AgentEvent, CoordinateSpace, ErrorCode, RiskTier, RunStatus,
+    Action, ActionKind, AgentEvent, CoordinateSpace, EndReason, ErrorCode, RiskTier, RunStatus,
+    ToolStatus,
 };
 
 use crate::adapters::{self, Prepared};
@@ -32,7 +33,7 @@ impl Run {
             Err(e) => {
                 return Self::end(
                     RunStatus::Failed,
-                    "internal",
+                    ErrorCode::Internal,
                     format!("could not encode the screenshot: {e}"),
                 );
             }
@@ -98,7 +99,7 @@ impl Run {
                 if self.soft_replans > self.cfg().max_soft_replans {
                     return Self::end(
                         RunStatus::Failed,
-                        ErrorCode::ProtocolError.as_str(),
+                        ErrorCode::ProtocolError,
                         "the model keeps answering invalid actions",
                     );
                 }
@@ -116,7 +117,7 @@ impl Run {
                 // F1: siblings after an accepted finish / take_over get `skipped`.
                 self.bus.emit(AgentEvent::ToolResult {
                     tool,
-                    status: "error".into(),
+                    status: ToolStatus::Error,
                     text: "skipped: the run already ended in this round".into(),
                 });
                 continue;
@@ -126,7 +127,7 @@ impl Run {
             {
                 self.bus.emit(AgentEvent::ToolResult {
                     tool,
-                    status: "error".into(),
+                    status: ToolStatus::Error,
                     text: "not run: only a confirming finish is accepted in the extra confirmation turn".into(),
                 });
                 continue;
@@ -318,7 +319,7 @@ impl Run {
         match resp {
             HumanResponse::Approve => Self::end(
                 RunStatus::TakenOver,
-                "take_over_accepted",
+                EndReason::TakeOverAccepted,
                 format!("handed to a human: {message}"),
             ),
             HumanResponse::HandBack => {

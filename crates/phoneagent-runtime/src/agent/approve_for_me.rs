@@ -17,7 +17,7 @@ use std::time::Instant;
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
 use phoneagent_protocol::event::{DecidedBy, GateOutcome, HumanResponse};
-use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, RiskTier, RunStatus};
+use phoneagent_protocol::{Action, AgentEvent, ApprovalOutcome, EndReason, RiskTier, RunStatus};
 use phoneagent_review::auto::{
     ApprovalInput, ArgumentsInput, AutoAction, AutoReview, AutoReviewConfig, AutoReviewError,
     AutoReviewHandle, ReviewerRoute,
@@ -249,7 +249,7 @@ impl Run {
                 self.bus.emit(AgentEvent::ApprovalReview(rec));
                 self.reject_turn(action, text);
                 Some(match stop {
-                    Some(reason) => Self::end(RunStatus::Failed, "approval_breaker", reason),
+                    Some(reason) => Self::end(RunStatus::Failed, EndReason::ApprovalBreaker, reason),
                     None => Flow::Continue,
                 })
             }

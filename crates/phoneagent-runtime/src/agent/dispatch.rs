@@ -10,7 +10,8 @@ use phoneagent_protocol::event::{
     HumanRequestKind, HumanResponse, MappedPoint, RecoveryOutcome, VerificationFacts,
 };
 use phoneagent_protocol::{
-    Action, ActionKind, AgentEvent, DevicePoint, ErrorCode, Phase, RunStatus,
+    Action, ActionKind, AgentEvent, DevicePoint, EndReason, ErrorCode, FreshnessOutcome,
+    ObservationPurpose, Phase, RunStatus,
 };
 
 use crate::memory::{Turn, summarize_action};
@@ -64,7 +65,7 @@ impl Run {
         if let Some(e) = self.bus.take_write_error() {
             return Self::end(
                 RunStatus::Failed,
-                "store",
+                ErrorCode::Store,
                 format!("could not record the run: {e}"),
             );
         }
@@ -162,7 +163,7 @@ impl Run {
             _ => self.device().screenshot(&self.cancel).await,
         };
         let verified = match shot {
-            Ok(shot) => self.record_shot(shot, "verify").await,
+            Ok(shot) => self.record_shot(shot, ObservationPurpose::Verify).await,
             Err(e) => Err(e),
         };
         let after = match verified {
@@ -259,12 +260,12 @@ impl Run {
                     }
                     HumanResponse::Approve => Self::end(
                         RunStatus::TakenOver,
-                        "loop_takeover",
+                        EndReason::LoopTakeover,
                         "the agent was stuck; a human took over",
                     ),
                     _ => Self::end(
                         RunStatus::Failed,
-                        "loop_detected",
+                        EndReason::LoopDetected,
                         "the agent was stuck repeating an action with no effect",
                     ),
                 };
@@ -297,7 +298,7 @@ impl Run {
         let mut rechecks = 0;
         loop {
             self.pause_point().await?;
-            let now = match self.capture("freshness").await {
+            let now = match self.capture(ObservationPurpose::Freshness).await {
                 Ok(o) => o,
                 Err(e) => {
                     return Err(match self.device_error_flow(e, None).await {
@@ -327,15 +328,15 @@ impl Run {
             if fresh || rechecks >= fc.rechecks {
                 let outcome = if fresh {
                     if rechecks == 0 {
-                        "fresh"
+                        FreshnessOutcome::Fresh
                     } else {
-                        "fresh_after_recheck"
+                        FreshnessOutcome::FreshAfterRecheck
                     }
                 } else {
-                    "stale"
+                    FreshnessOutcome::Stale
                 };
                 self.bus.emit(AgentEvent::Freshness {
-                    outcome: outcome.into(),
+                    outcome,
                     target_changed: target,
                     global_changed: global,
                     rechecks,

@@ -4,7 +4,10 @@
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
 use phoneagent_protocol::event::RecoveryOutcome;
-use phoneagent_protocol::{Action, AgentEvent, ErrorCode, RunStatus, TaskItem};
+use phoneagent_protocol::VerifierVerdict as Verdict;
+use phoneagent_protocol::{
+    Action, AgentEvent, EndReason, ErrorCode, ObservationPurpose, RunStatus, TaskItem,
+};
 use phoneagent_review::{FinishVerifier, VerifierVerdict};
 
 use crate::config::FinishVerifyMode;
@@ -64,7 +67,7 @@ impl Run {
         // F1: re-observe before accepting. The screen may have changed while the model was
         // thinking about the confirm (after this turn's planning frame); a changed frame moves
         // the screen sequence number, which makes the confirm stale below.
-        if let Err(f) = self.observe("confirm").await {
+        if let Err(f) = self.observe(ObservationPurpose::Confirm).await {
             return f;
         }
         // Stale when the screen changed (screen seq), the task board or the goal since the package (F1).
@@ -94,17 +97,17 @@ impl Run {
         };
         if !run_verifier {
             self.bus.emit(AgentEvent::FinishVerifier {
-                verdict: "skipped".into(),
+                verdict: Verdict::Skipped,
                 reason: "not triggered".into(),
             });
-            return Self::end(RunStatus::Succeeded, "finish_accepted", message);
+            return Self::end(RunStatus::Succeeded, EndReason::FinishAccepted, message);
         }
         let Some(route) = self.agent.parts.verifier.clone() else {
             self.bus.emit(AgentEvent::FinishVerifier {
-                verdict: "skipped".into(),
+                verdict: Verdict::Skipped,
                 reason: "no verifier model configured (fail-open)".into(),
             });
-            return Self::end(RunStatus::Succeeded, "finish_accepted", message);
+            return Self::end(RunStatus::Succeeded, EndReason::FinishAccepted, message);
         };
         let verifier = FinishVerifier::new(route.client.clone());
         let route_text: Vec<String> = self
@@ -131,29 +134,29 @@ impl Run {
             VerifierVerdict::Pass(reason) => {
                 self.verifier_rejections = 0;
                 self.bus.emit(AgentEvent::FinishVerifier {
-                    verdict: "pass".into(),
+                    verdict: Verdict::Pass,
                     reason,
                 });
-                Self::end(RunStatus::Succeeded, "finish_accepted", message)
+                Self::end(RunStatus::Succeeded, EndReason::FinishAccepted, message)
             }
             VerifierVerdict::Skipped(reason) => {
                 self.bus.emit(AgentEvent::FinishVerifier {
-                    verdict: "skipped".into(),
+                    verdict: Verdict::Skipped,
                     reason,
                 });
-                Self::end(RunStatus::Succeeded, "finish_accepted", message)
+                Self::end(RunStatus::Succeeded, EndReason::FinishAccepted, message)
             }
             VerifierVerdict::Reject(reason) => {
                 self.verifier_rejections += 1;
                 self.review = None;
                 self.bus.emit(AgentEvent::FinishVerifier {
-                    verdict: "reject".into(),
+                    verdict: Verdict::Reject,
                     reason: reason.clone(),
                 });
                 if self.verifier_rejections >= 2 {
                     return Self::end(
                         RunStatus::TakenOver,
-                        "finish_rejected_twice",
+                        EndReason::FinishRejectedTwice,
                         "finish repeatedly rejected by the verifier, needs human confirmation",
                     );
                 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use phoneagent_device::{DeviceError, Screenshot};
 use phoneagent_protocol::event::{HumanRequestKind, HumanResponse, RecoveryOutcome};
-use phoneagent_protocol::{AgentEvent, ErrorCode, Phase, RunStatus, ScreenGeometry};
+use phoneagent_protocol::{
+    AgentEvent, EndReason, ErrorCode, ObservationPurpose, Phase, RunStatus, ScreenGeometry,
+};
 
 use crate::adapters;
 use crate::pixels::changed_fraction;
@@ -35,14 +37,14 @@ impl Run {
     }
 
     /// Observe, handling device loss (D6) and blocked frames (D3).
-    pub(super) async fn observe(&mut self, purpose: &str) -> Result<Obs, Flow> {
+    pub(super) async fn observe(&mut self, purpose: ObservationPurpose) -> Result<Obs, Flow> {
         loop {
             self.set_phase(Phase::Observing);
             if self.cancel.is_cancelled() {
                 return Err(self.cancelled_flow());
             }
             self.pause_point().await?;
-            if purpose == "plan"
+            if purpose == ObservationPurpose::Plan
                 && let Some((obs, hash)) = self.plan_reuse.take()
             {
                 // The verification frame of the step before, taken after its settle: the same
@@ -77,14 +79,14 @@ impl Run {
                         HumanResponse::Approve => {
                             return Err(Self::end(
                                 RunStatus::TakenOver,
-                                "screenshot_blocked_takeover",
+                                EndReason::ScreenshotBlockedTakeover,
                                 "a human took over on a protected screen",
                             ));
                         }
                         _ => {
                             return Err(Self::end(
                                 RunStatus::Failed,
-                                ErrorCode::ScreenshotBlocked.as_str(),
+                                ErrorCode::ScreenshotBlocked,
                                 "the screen is protected (black screenshot) and no human took over",
                             ));
                         }
@@ -100,13 +102,13 @@ impl Run {
     }
 
     /// Take a screenshot, store it, emit the observation.
-    pub(super) async fn capture(&mut self, purpose: &str) -> Result<Obs, DeviceError> {
+    pub(super) async fn capture(&mut self, purpose: ObservationPurpose) -> Result<Obs, DeviceError> {
         self.plan_reuse = None;
         let shot = self.device().screenshot(&self.cancel).await?;
         Ok(self.record_shot(shot, purpose).await?.0)
     }
 
-    fn emit_observation(&self, obs: &Obs, screenshot: String, capture_ms: u32, purpose: &str) {
+    fn emit_observation(&self, obs: &Obs, screenshot: String, capture_ms: u32, purpose: ObservationPurpose) {
         self.bus.emit(AgentEvent::Observation {
             screenshot,
             width: obs.shot.image.width(),
@@ -114,7 +116,7 @@ impl Run {
             blocked: obs.shot.blocked,
             screen_seq: obs.seq,
             capture_ms,
-            purpose: purpose.to_string(),
+            purpose,
         });
     }
 
@@ -122,10 +124,10 @@ impl Run {
     pub(super) async fn record_shot(
         &mut self,
         shot: Screenshot,
-        purpose: &str,
+        purpose: ObservationPurpose,
     ) -> Result<(Obs, String), DeviceError> {
         let key = Arc::as_ptr(&shot.image) as usize;
-        if (purpose == "plan" || purpose == "verify")
+        if matches!(purpose, ObservationPurpose::Plan | ObservationPurpose::Verify)
             && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
         {
             // Off the critical path: the resize + encode for the model (M6) overlaps the rest of
@@ -178,7 +180,7 @@ impl Run {
             change_from_previous,
         };
         self.emit_observation(&obs, hash.clone(), capture_ms, purpose);
-        if purpose == "plan" || purpose == "verify" {
+        if matches!(purpose, ObservationPurpose::Plan | ObservationPurpose::Verify) {
             self.tail.push(obs.clone());
             if self.tail.len() > 3 {
                 self.tail.remove(0);
@@ -214,7 +216,7 @@ impl Run {
                 if Instant::now() >= deadline {
                     return Self::end(
                         RunStatus::Failed,
-                        ErrorCode::DeviceLost.as_str(),
+                        ErrorCode::DeviceLost,
                         format!(
                             "device {serial} did not come back within {} s (last error: {last_error}): reconnect it and start the task again",
                             self.cfg().device_wait.as_secs()
@@ -268,7 +270,7 @@ impl Run {
                 &e.to_string(),
                 true,
             );
-            return Self::end(RunStatus::Failed, code.as_str(), e.to_string());
+            return Self::end(RunStatus::Failed, code, e.to_string());
         }
         self.hard_failures += 1;
         if self.hard_failures > self.cfg().max_hard_failures {
@@ -281,7 +283,7 @@ impl Run {
             );
             return Self::end(
                 RunStatus::Failed,
-                code.as_str(),
+                code,
                 format!("too many device failures; last: {e}"),
             );
         }

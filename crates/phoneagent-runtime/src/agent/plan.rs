@@ -10,7 +10,9 @@ use phoneagent_llm::config::{ActionProtocol, Role};
 use phoneagent_llm::ledger::CallKind;
 use phoneagent_llm::{ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmError};
 use phoneagent_protocol::event::RecoveryOutcome;
-use phoneagent_protocol::{ActionKind, AgentEvent, CoordinateSpace, ErrorCode, Phase, RunStatus};
+use phoneagent_protocol::{
+    ActionKind, AgentEvent, CalibrationMethod, CoordinateSpace, ErrorCode, Phase, RunStatus,
+};
 
 use crate::adapters::{self, Prepared};
 use crate::memory::{estimate_tokens, sanitize_text};
@@ -75,7 +77,7 @@ impl Run {
         if let Some(ad) = actor.profile.family_adapter() {
             let space = ad.frozen_space();
             self.bus.emit(AgentEvent::CoordinateCalibration {
-                method: "family".into(),
+                method: CalibrationMethod::Family,
                 space: Some(space),
                 probes: vec![],
                 detail: format!(
@@ -90,7 +92,7 @@ impl Run {
         let space = actor.profile.coordinate_space;
         if space != CoordinateSpace::Auto {
             self.bus.emit(AgentEvent::CoordinateCalibration {
-                method: "explicit".into(),
+                method: CalibrationMethod::Explicit,
                 space: Some(space),
                 probes: vec![],
                 detail: format!(
@@ -141,7 +143,7 @@ impl Run {
                     Some(s) => Ok(s),
                     None => Err(Self::end(
                         RunStatus::Failed,
-                        ErrorCode::CalibrationFailed.as_str(),
+                        ErrorCode::CalibrationFailed,
                         report.detail,
                     )),
                 }
@@ -152,14 +154,14 @@ impl Run {
             Err(e) => {
                 let detail = format!("coordinate calibration failed: {e}");
                 self.bus.emit(AgentEvent::CoordinateCalibration {
-                    method: "rejected".into(),
+                    method: CalibrationMethod::Rejected,
                     space: None,
                     probes: vec![],
                     detail: detail.clone(),
                 });
                 Err(Self::end(
                     RunStatus::Failed,
-                    ErrorCode::CalibrationFailed.as_str(),
+                    ErrorCode::CalibrationFailed,
                     detail,
                 ))
             }
@@ -320,7 +322,7 @@ impl Run {
                             ms.div_ceil(1000)
                         );
                         self.recover(RecoveryOutcome::Abort, code, None, &msg, true);
-                        return Err(Self::end(RunStatus::Failed, code.as_str(), msg));
+                        return Err(Self::end(RunStatus::Failed, code, msg));
                     }
                     // Within the limits: wait as asked before planning again.
                     tokio::select! {
@@ -333,7 +335,7 @@ impl Run {
                     || code == ErrorCode::ModelConfig
                 {
                     self.recover(RecoveryOutcome::Abort, code, None, &e.to_string(), true);
-                    return Err(Self::end(RunStatus::Failed, code.as_str(), e.to_string()));
+                    return Err(Self::end(RunStatus::Failed, code, e.to_string()));
                 }
                 self.recover(RecoveryOutcome::Replan, code, None, &e.to_string(), true);
                 Err(Flow::Continue)

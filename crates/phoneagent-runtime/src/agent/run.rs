@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use phoneagent_llm::ledger::{Budgets, TokenLedger};
 use phoneagent_protocol::event::TrajectoryPolicy;
-use phoneagent_protocol::{AgentEvent, Phase, RunStatus};
+use phoneagent_protocol::{AgentEvent, ErrorCode, ObservationPurpose, Phase, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{EventBus, RunMeta};
@@ -138,7 +138,7 @@ impl Run {
             .end_run(
                 self.bus.run_id(),
                 outcome.status,
-                &outcome.termination_code,
+                outcome.termination_code.as_str(),
                 &summary,
             )
             .map_err(RuntimeError::Store)
@@ -232,7 +232,7 @@ impl Run {
             Flow::End(s, c, m) => (s, c, m),
             Flow::Continue => (
                 RunStatus::Failed,
-                "internal".to_string(),
+                ErrorCode::Internal.into(),
                 "loop ended unexpectedly".to_string(),
             ),
         };
@@ -243,7 +243,7 @@ impl Run {
             _ => Phase::Failed,
         };
         self.set_phase(phase);
-        self.outcome(status, &code, message)
+        self.outcome(status, code, message)
     }
 
     fn limits_reached(&self) -> Option<Flow> {
@@ -253,14 +253,14 @@ impl Run {
         if let Some(e) = self.bus.take_write_error() {
             return Some(Self::end(
                 RunStatus::Failed,
-                "store",
+                ErrorCode::Store,
                 format!("could not record the run: {e}"),
             ));
         }
         if self.step >= self.cfg().max_steps {
             return Some(Self::end(
                 RunStatus::Failed,
-                "max_steps",
+                ErrorCode::MaxSteps,
                 format!(
                     "stopped after the maximum of {} steps without an accepted finish",
                     self.cfg().max_steps
@@ -270,7 +270,7 @@ impl Run {
         if self.started.elapsed().saturating_sub(self.paused_for) >= self.cfg().max_duration {
             return Some(Self::end(
                 RunStatus::Failed,
-                "max_duration",
+                ErrorCode::MaxDuration,
                 format!(
                     "stopped after the maximum run time of {} s",
                     self.cfg().max_duration.as_secs()
@@ -318,7 +318,7 @@ impl Run {
             } else {
                 return Self::end(
                     RunStatus::Failed,
-                    "budget_exhausted",
+                    ErrorCode::BudgetExhausted,
                     "the run's token budget is exhausted".to_string(),
                 );
             }
@@ -327,7 +327,7 @@ impl Run {
         };
         self.step += 1;
         self.bus.set_step(self.step);
-        let obs = match self.observe("plan").await {
+        let obs = match self.observe(ObservationPurpose::Plan).await {
             Ok(o) => o,
             Err(f) => return f,
         };
@@ -344,7 +344,7 @@ impl Run {
         if extra_confirmation {
             return Self::end(
                 RunStatus::Failed,
-                "budget_exhausted",
+                ErrorCode::BudgetExhausted,
                 "the token budget is exhausted and the extra confirmation turn did not finish the task",
             );
         }

@@ -99,7 +99,7 @@ pub struct ShotRef {
     pub height: u32,
     /// The frame was black/blank (protected window, SPEC D3).
     pub blocked: bool,
-    /// Why it was taken (`plan`, `freshness`, `verify`, `reobserve`).
+    /// Why it was taken (`plan`, `freshness`, `verify`, `confirm`).
     pub purpose: String,
     /// The run's screen sequence number.
     pub screen_seq: u64,

@@ -150,7 +150,7 @@ pub fn record_run(store: &Store) -> Recorded {
         (
             0,
             AgentEvent::CoordinateCalibration {
-                method: "negotiated".into(),
+                method: phoneagent_protocol::CalibrationMethod::Negotiated,
                 space: Some(CoordinateSpace::Relative0999),
                 probes: vec![CalibrationProbe {
                     target_px: [100.0, 200.0],
@@ -195,7 +195,7 @@ pub fn record_run(store: &Store) -> Recorded {
         (
             1,
             AgentEvent::Freshness {
-                outcome: "fresh".into(),
+                outcome: phoneagent_protocol::FreshnessOutcome::Fresh,
                 target_changed: 0.0,
                 global_changed: 0.01,
                 rechecks: 0,
@@ -359,7 +359,7 @@ pub fn record_run(store: &Store) -> Recorded {
         (
             4,
             AgentEvent::FinishVerifier {
-                verdict: "pass".into(),
+                verdict: phoneagent_protocol::VerifierVerdict::Pass,
                 reason: "toggle is on".into(),
             },
         ),
@@ -367,7 +367,7 @@ pub fn record_run(store: &Store) -> Recorded {
             4,
             AgentEvent::RunFinished {
                 status: RunStatus::Succeeded,
-                termination_code: "finish_accepted".into(),
+                termination_code: phoneagent_protocol::EndReason::FinishAccepted.into(),
                 message: "Wi-Fi is on".into(),
                 steps: 4,
                 duration_ms: 42_000,
