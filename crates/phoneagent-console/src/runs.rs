@@ -254,7 +254,7 @@ impl Console {
             .iter()
             .map(|s| DemoScenarioView {
                 name: s.name.into(),
-                mode: s.mode.as_str().into(),
+                mode: s.mode,
                 task: s.task.into(),
                 about: s.about.into(),
             })

@@ -10,7 +10,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use phoneagent_console::dto::{AnswerInput, MirrorMessage, RunEnded, StartRunRequest};
+use phoneagent_console::dto::{MirrorMessage, RequestKind, RunEnded, StartRunRequest};
+use phoneagent_protocol::RunStatus;
+use phoneagent_protocol::event::HumanResponse as AnswerInput;
 use phoneagent_console::events::event_names;
 use phoneagent_console::settings::AppSettings;
 use phoneagent_console::{Console, ConsoleEvent};
@@ -431,7 +433,7 @@ async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
         let ended = rec
             .wait("the demo to end", |r| r.ended.lock().unwrap().clone())
             .await;
-        assert_eq!(ended.status, "succeeded", "{mode:?}: {ended:?}");
+        assert_eq!(ended.status, RunStatus::Succeeded, "{mode:?}: {ended:?}");
         let started = rec
             .events
             .lock()
@@ -482,7 +484,7 @@ async fn an_ask_user_question_skipped_from_the_ui_is_accepted() {
     let id = rec.wait("the question", |r| r.pending_request()).await;
     let pending = f.state.pending();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].kind, "ask_user");
+    assert_eq!(pending[0].kind, RequestKind::AskUser);
     // Exactly what the Skip button sends, through the same dispatch the web console uses.
     f.state
         .dispatch(

@@ -124,7 +124,7 @@ impl Run {
         });
         self.bus.emit(AgentEvent::RunFinished {
             status: outcome.status,
-            termination_code: outcome.termination_code.clone(),
+            termination_code: outcome.termination_code,
             message: outcome.message.clone(),
             steps: outcome.steps,
             duration_ms: outcome.duration_ms,

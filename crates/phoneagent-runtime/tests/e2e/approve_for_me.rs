@@ -4,7 +4,8 @@
 use crate::harness::{AutoReviewerAt, Harness, Opts};
 use phoneagent_protocol::event::{DecidedBy, HumanRequestKind, HumanResponse};
 use phoneagent_protocol::{
-    AccessMode, AgentEvent, ApprovalOutcome, ApprovalReview, RunStatus, UserAuthorization,
+    AccessMode, AgentEvent, ApprovalOutcome, ApprovalReview, RunStatus, ToolStatus,
+    UserAuthorization,
 };
 use phoneagent_review::auto::evidence::{FENCE_OPEN, GRANT_HEADING};
 use phoneagent_testkit::Script;
@@ -131,7 +132,7 @@ async fn three_denials_in_a_row_stop_the_run_with_the_breaker_reason() {
     // The third denial was returned to the actor before the run stopped.
     assert!(matches!(
         events.iter().rev().find(|e| matches!(e, AgentEvent::ToolResult { .. })),
-        Some(AgentEvent::ToolResult { status, text, .. }) if status == "error" && text.contains("detour")
+        Some(AgentEvent::ToolResult { status: ToolStatus::Error, text, .. }) if text.contains("detour")
     ));
     // Three ledger rows, rebuildable from the events.
     ledger_agrees(&h, &out.run_id, &rs);

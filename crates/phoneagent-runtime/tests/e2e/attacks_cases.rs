@@ -919,7 +919,7 @@ pub async fn run_case(c: &'static Case, mode: AccessMode) -> Verdict {
         asked,
         refused,
         leaks,
-        termination: out.termination_code,
+        termination: out.termination_code.to_string(),
         ms: t0.elapsed().as_millis(),
     }
 }

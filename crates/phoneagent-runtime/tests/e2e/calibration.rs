@@ -4,7 +4,7 @@
 //! images (no device touch), freezes the space, and the run's taps then land on the right
 //! element of the virtual phone.
 
-use phoneagent_protocol::{AgentEvent, CoordinateSpace, ErrorCode, RunStatus};
+use phoneagent_protocol::{AgentEvent, CalibrationMethod, CoordinateSpace, ErrorCode, RunStatus};
 use phoneagent_testkit::OracleConfig;
 
 use crate::harness::{Harness, Opts};
@@ -25,7 +25,9 @@ fn auto(model_space: CoordinateSpace, oracle: OracleConfig) -> Opts {
     }
 }
 
-fn calibration_events(events: &[AgentEvent]) -> Vec<(String, Option<CoordinateSpace>, String)> {
+fn calibration_events(
+    events: &[AgentEvent],
+) -> Vec<(CalibrationMethod, Option<CoordinateSpace>, String)> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -34,7 +36,7 @@ fn calibration_events(events: &[AgentEvent]) -> Vec<(String, Option<CoordinateSp
                 space,
                 detail,
                 ..
-            } => Some((method.clone(), *space, detail.clone())),
+            } => Some((*method, *space, detail.clone())),
             _ => None,
         })
         .collect()
@@ -47,8 +49,8 @@ async fn negotiated_run(space: CoordinateSpace) {
     let cal = calibration_events(&events);
     assert_eq!(cal.len(), 1, "{cal:?}");
     assert_eq!(
-        (cal[0].0.as_str(), cal[0].1),
-        ("negotiated", Some(space)),
+        (cal[0].0, cal[0].1),
+        (CalibrationMethod::Negotiated, Some(space)),
         "{cal:?}"
     );
     // The probes went over HTTP, marked as calibration, and were counted (M3).

@@ -4,7 +4,7 @@
 //! receipts are answered in the family's grammar and the finish is two-stage.
 
 use phoneagent_protocol::event::GateOutcome;
-use phoneagent_protocol::{AgentEvent, RiskTier, RunStatus};
+use phoneagent_protocol::{AgentEvent, CalibrationMethod, RiskTier, RunStatus, VerifierVerdict};
 
 use crate::harness::{Harness, Opts, gate_decisions};
 
@@ -139,7 +139,7 @@ async fn buy(
     assert!(
         events.iter().any(
             |e| matches!(e, AgentEvent::CoordinateCalibration { method, detail, .. }
-            if method == "family" && detail.contains(family))
+            if *method == CalibrationMethod::Family && detail.contains(family))
         ),
         "{model}: no family contract"
     );
@@ -185,7 +185,7 @@ async fn buy(
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict, .. } if verdict == "pass"))
+            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict: VerifierVerdict::Pass, .. }))
     );
 }
 

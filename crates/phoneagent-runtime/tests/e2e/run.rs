@@ -5,7 +5,10 @@ use std::time::{Duration, Instant};
 
 use phoneagent_llm::config::ActionProtocol;
 use phoneagent_protocol::event::{GateOutcome, HumanRequestKind, HumanResponse};
-use phoneagent_protocol::{AccessMode, AgentEvent, RiskTier, RunStatus};
+use phoneagent_protocol::{
+    AccessMode, AgentEvent, FreshnessOutcome, ObservationPurpose, RiskTier, RunStatus,
+    VerifierVerdict,
+};
 use phoneagent_sim::Faults;
 use tokio_util::sync::CancellationToken;
 
@@ -56,7 +59,7 @@ async fn buy_in_wary_mode_runs_irreversible_taps_only_after_confirmation() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict, .. } if verdict == "pass"))
+            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict: VerifierVerdict::Pass, .. }))
     );
     // Everything is in the store, in order.
     let run = h
@@ -220,7 +223,7 @@ async fn dialog_between_planning_and_dispatch_cancels_the_stale_tap() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::Freshness { outcome, .. } if outcome == "stale")),
+            .any(|e| matches!(e, AgentEvent::Freshness { outcome: FreshnessOutcome::Stale, .. })),
         "the tap planned before the dialog must be stale: {:?}",
         events
             .iter()
@@ -712,7 +715,7 @@ async fn each_planning_request_carries_its_own_planning_frame() {
                 screenshot,
                 purpose,
                 ..
-            } if purpose == "plan" => Some(screenshot.clone()),
+            } if *purpose == ObservationPurpose::Plan => Some(screenshot.clone()),
             _ => None,
         })
         .map(|hash| {

@@ -6,7 +6,7 @@ use phoneagent_protocol::event::{
 };
 use phoneagent_protocol::{
     AccessMode, Action, ActionKind, AgentEvent, CoordinateSpace, DevicePoint, ErrorCode,
-    EventEnvelope, ModelPoint, RiskTier, RunStatus, RuntimePoint,
+    EventEnvelope, ModelPoint, ObservationPurpose, RiskTier, RunStatus, RuntimePoint,
 };
 use phoneagent_store::{NewRun, RunEnd, Store};
 use uuid::Uuid;
@@ -70,7 +70,7 @@ fn model_call(role: &str, kind: &str, p: u64, c: u64, run: TokenTotals) -> Agent
     }
 }
 
-fn obs(hash: &str, seq: u64, purpose: &str) -> AgentEvent {
+fn obs(hash: &str, seq: u64, purpose: ObservationPurpose) -> AgentEvent {
     AgentEvent::Observation {
         screenshot: hash.into(),
         width: W,
@@ -78,7 +78,7 @@ fn obs(hash: &str, seq: u64, purpose: &str) -> AgentEvent {
         blocked: false,
         screen_seq: seq,
         capture_ms: 120,
-        purpose: purpose.into(),
+        purpose,
     }
 }
 
@@ -167,7 +167,7 @@ pub fn record_run(store: &Store) -> Recorded {
                 phase: Phase::Observing,
             },
         ),
-        (1, obs(&shots[0], 1, "plan")),
+        (1, obs(&shots[0], 1, ObservationPurpose::Plan)),
         (
             1,
             model_call("actor", "planning", 1000, 50, totals(1000, 50, 0.001, 1)),
@@ -212,7 +212,7 @@ pub fn record_run(store: &Store) -> Recorded {
                 duration_ms: 80,
             },
         ),
-        (1, obs(&shots[1], 2, "verify")),
+        (1, obs(&shots[1], 2, ObservationPurpose::Verify)),
         (
             1,
             AgentEvent::Verification(VerificationFacts {
@@ -224,7 +224,7 @@ pub fn record_run(store: &Store) -> Recorded {
             }),
         ),
         // step 2: swipe without effect → replan
-        (2, obs(&shots[1], 3, "plan")),
+        (2, obs(&shots[1], 3, ObservationPurpose::Plan)),
         (
             2,
             model_call("actor", "planning", 1000, 50, totals(2000, 100, 0.002, 2)),
@@ -272,7 +272,7 @@ pub fn record_run(store: &Store) -> Recorded {
             },
         ),
         // step 3: hard-gated tap, approved by a human
-        (3, obs(&shots[2], 4, "plan")),
+        (3, obs(&shots[2], 4, ObservationPurpose::Plan)),
         (
             3,
             model_call("actor", "planning", 1000, 50, totals(3000, 150, 0.003, 3)),
@@ -344,7 +344,7 @@ pub fn record_run(store: &Store) -> Recorded {
             }),
         ),
         // step 4: finish
-        (4, obs(&shots[2], 5, "plan")),
+        (4, obs(&shots[2], 5, ObservationPurpose::Plan)),
         (
             4,
             model_call("actor", "planning", 1000, 50, totals(4000, 200, 0.004, 4)),
