@@ -2,24 +2,30 @@
 import type { AccessMode } from "./AccessMode";
 import type { Action } from "./Action";
 import type { ApprovalReview } from "./ApprovalReview";
+import type { CalibrationMethod } from "./CalibrationMethod";
 import type { CalibrationProbe } from "./CalibrationProbe";
 import type { CoordinateSpace } from "./CoordinateSpace";
 import type { DecidedBy } from "./DecidedBy";
 import type { DevicePoint } from "./DevicePoint";
 import type { ErrorCode } from "./ErrorCode";
+import type { FreshnessOutcome } from "./FreshnessOutcome";
 import type { GateOutcome } from "./GateOutcome";
 import type { HumanRequestKind } from "./HumanRequestKind";
 import type { HumanResponse } from "./HumanResponse";
 import type { MappedPoint } from "./MappedPoint";
+import type { ObservationPurpose } from "./ObservationPurpose";
 import type { Phase } from "./Phase";
 import type { RecoveryOutcome } from "./RecoveryOutcome";
 import type { RiskTier } from "./RiskTier";
 import type { RunStatus } from "./RunStatus";
 import type { ScreenReading } from "./ScreenReading";
 import type { TaskItem } from "./TaskItem";
+import type { TerminationCode } from "./TerminationCode";
 import type { TokenTotals } from "./TokenTotals";
+import type { ToolStatus } from "./ToolStatus";
 import type { TrajectoryPolicy } from "./TrajectoryPolicy";
 import type { VerificationFacts } from "./VerificationFacts";
+import type { VerifierVerdict } from "./VerifierVerdict";
 
 /**
  * Every fact of a run. Serialized with a `kind` tag in snake_case.
@@ -90,9 +96,9 @@ used: string,
  */
 reason: string, } | { "kind": "coordinate_calibration", 
 /**
- * `explicit`, `cached`, `negotiated` or `rejected`.
+ * How it was settled.
  */
-method: string, 
+method: CalibrationMethod, 
 /**
  * Frozen space (absent when rejected).
  */
@@ -130,9 +136,9 @@ screen_seq: number,
  */
 capture_ms: number, 
 /**
- * Why it was taken: `plan`, `freshness`, `verify`, `reobserve`.
+ * Why it was taken.
  */
-purpose: string, } | { "kind": "model_call", 
+purpose: ObservationPurpose, } | { "kind": "model_call", 
 /**
  * Role (`actor`, `verifier`, `safety_reviewer`, `auto_reviewer`).
  */
@@ -275,9 +281,9 @@ decided_by: DecidedBy,
  */
 latency_ms: number, } | { "kind": "freshness", 
 /**
- * `fresh`, `fresh_after_recheck` or `stale`.
+ * What the check found.
  */
-outcome: string, 
+outcome: FreshnessOutcome, 
 /**
  * Changed fraction in the target region.
  */
@@ -395,9 +401,9 @@ by: string,
  */
 message: string, } | { "kind": "finish_verifier", 
 /**
- * `pass`, `reject` or `skipped`.
+ * The verdict.
  */
-verdict: string, 
+verdict: VerifierVerdict, 
 /**
  * Reason.
  */
@@ -411,9 +417,9 @@ guard: string, } | { "kind": "tool_result",
  */
 tool: string, 
 /**
- * `ok` or `error`.
+ * Success or refusal.
  */
-status: string, 
+status: ToolStatus, 
 /**
  * Text the model sees.
  */
@@ -431,9 +437,9 @@ message: string, } | { "kind": "run_finished",
  */
 status: RunStatus, 
 /**
- * Termination code (e.g. `finish_accepted`, `max_steps`, `cancelled`).
+ * Why it ended (`finish_accepted`, `max_steps`, `cancelled`, …).
  */
-termination_code: string, 
+termination_code: TerminationCode, 
 /**
  * Final message (the model's finish message or the error).
  */
