@@ -50,16 +50,19 @@ impl FrameStore {
         self.tick.subscribe()
     }
 
-    fn put(&self, image: RgbaImage) {
+    /// Make `image` the newest frame; the frame it replaces comes back when nobody else holds
+    /// it, so the decoder can reuse its buffer.
+    fn put(&self, image: RgbaImage) -> Option<RgbaImage> {
         let seq = *self.tick.borrow() + 1;
-        if let Ok(mut g) = self.newest.lock() {
-            *g = Some(LiveFrame {
+        let old = self.newest.lock().ok().and_then(|mut g| {
+            g.replace(LiveFrame {
                 image: Arc::new(image),
                 at: Instant::now(),
                 seq,
-            });
-        }
+            })
+        });
         self.tick.send_replace(seq);
+        old.and_then(|f| Arc::try_unwrap(f.image).ok())
     }
 }
 
@@ -74,19 +77,26 @@ pub(crate) fn spawn_decoder(
     std::thread::Builder::new()
         .name("h264-decode".into())
         .spawn(move || {
+            // The buffer of a frame nobody holds any more: a 1080×2400 frame is 10 MB, and a
+            // fresh allocation per frame (mapped, faulted in and zeroed by the kernel) cost
+            // more than a millisecond of each frame's decode.
+            let mut spare: Option<Vec<u8>> = None;
             while let Ok(au) = rx.recv() {
                 let t0 = Instant::now();
                 match dec.decode(&au) {
                     Ok(Some(yuv)) => {
                         let (w, h) = yuv.dimensions();
-                        let mut px = vec![0u8; w * h * 4];
+                        let mut px = spare.take().unwrap_or_default();
+                        // Every byte is written by the conversion: the resize only allocates
+                        // when the size changed.
+                        px.resize(w * h * 4, 0);
                         yuv.write_rgba8(&mut px);
                         if let Some(img) = RgbaImage::from_raw(w as u32, h as u32, px) {
                             store
                                 .decode_us
                                 .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
                             store.decoded.fetch_add(1, Ordering::Relaxed);
-                            store.put(img);
+                            spare = store.put(img).map(RgbaImage::into_raw);
                         }
                     }
                     Ok(None) => {}
