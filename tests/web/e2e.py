@@ -297,49 +297,35 @@ def main():
 
     def ask_user_answered():
         reset("home")
-        model.script([
-            {"content": 'do(action="Interact", message="Which colour do you want?")'},
-            {"content": 'finish(message="Noted the colour")'},
-            {"content": 'finish(message="Noted the colour", confirm=True)'},
-        ])
+        model.script(rig.ASK_COLOUR_SCRIPT)
         start_task(s, "Ask me which colour I want", "wary")
         s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
         assert "Which colour" in (s.text("#approval-dialog") or "")
-        s.type("#answer-input", "dark blue, please")
+        s.type("#answer-input", rig.ANSWER_TEXT)
         s.click("#answer-btn")
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
         # The answer went back to the model word for word.
-        sent = json.dumps(model.requests(), ensure_ascii=False)
-        assert "dark blue, please" in sent, "the model never saw the answer"
+        assert rig.model_was_sent(model, rig.ANSWER_TEXT), "the model never saw the answer"
 
     def ask_user_skipped():
         # Skip goes through the same validation as in the app and reaches the model as a
         # skipped question (it once failed with mismatched_response).
         reset("home")
-        model.script([
-            {"content": 'do(action="Interact", message="Which size do you want?")'},
-            {"content": 'finish(message="No size given")'},
-            {"content": 'finish(message="No size given", confirm=True)'},
-        ])
+        model.script(rig.ASK_SIZE_SCRIPT)
         start_task(s, "Ask me which size I want", "wary")
         s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
         s.click("#skip-btn")
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
         assert not s.find("#app-error"), f"Skip showed an error: {s.attr('#app-error', 'data-code')}"
-        sent = json.dumps(model.requests(), ensure_ascii=False)
-        assert "skipped this question" in sent, "the model was not told the question was skipped"
+        assert rig.model_was_sent(model, rig.SKIPPED_MARK), "the model was not told the question was skipped"
 
     def take_over_in_browser():
         # The model hands the phone to the person; a click on the browser's mirror lands on the
         # phone (ground truth: the shop opens), Hand back resumes the run.
         reset("home")
-        model.script([
-            {"content": 'do(action="Take_over", message="Please open the shop for me")'},
-            {"content": 'finish(message="The shop is open")'},
-            {"content": 'finish(message="The shop is open", confirm=True)'},
-        ])
+        model.script(rig.TAKE_OVER_SHOP_SCRIPT)
         start_task(s, "Open the shop", "wary")
         s.wait_for("#takeover-banner", 40)
         gt = truth()

@@ -522,11 +522,7 @@ def main():
 
     def take_over_by_clicking():
         reset(sim_port, "home")
-        model.script([
-            {"content": 'do(action="Take_over", message="Please open the shop for me")'},
-            {"content": 'finish(message="The shop is open")'},
-            {"content": 'finish(message="The shop is open", confirm=True)'},
-        ])
+        model.script(rig.TAKE_OVER_SHOP_SCRIPT)
         start_task(s, "Open the shop", "wary")
         s.wait_for("#takeover-banner", 40)
         click_on_mirror("商城")
@@ -540,37 +536,27 @@ def main():
         # Issue #13 done-when: ask_user answered word for word and skipped, in the app's dialog.
         # Ground truth is what the model was sent next (the scripted model's request log).
         reset(sim_port, "home")
-        model.script([
-            {"content": 'do(action="Interact", message="Which colour do you want?")'},
-            {"content": 'finish(message="Noted the colour")'},
-            {"content": 'finish(message="Noted the colour", confirm=True)'},
-        ])
+        model.script(rig.ASK_COLOUR_SCRIPT)
         start_task(s, "Ask me which colour I want", "wary")
         s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
         assert "Which colour" in (s.text("#approval-dialog") or "")
-        s.type("#answer-input", "dark blue, please")
+        s.type("#answer-input", rig.ANSWER_TEXT)
         s.click("#answer-btn")
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
-        sent = json.dumps(model.requests(), ensure_ascii=False)
-        assert "dark blue, please" in sent, "the model never saw the answer"
+        assert rig.model_was_sent(model, rig.ANSWER_TEXT), "the model never saw the answer"
 
         # Skip: accepted (it once failed with mismatched_response) and reported to the model as
         # a skipped question, no error shown.
         reset(sim_port, "home")
-        model.script([
-            {"content": 'do(action="Interact", message="Which size do you want?")'},
-            {"content": 'finish(message="No size given")'},
-            {"content": 'finish(message="No size given", confirm=True)'},
-        ])
+        model.script(rig.ASK_SIZE_SCRIPT)
         start_task(s, "Ask me which size I want", "wary")
         s.wait_for("#approval-dialog[data-kind='ask_user']", 40)
         s.click("#skip-btn")
         s.wait_gone("#approval-dialog", 15)
         wait_run_end(s, 60)
         assert not s.find("#app-error"), f"Skip showed an error: {s.attr('#app-error', 'data-code')}"
-        sent = json.dumps(model.requests(), ensure_ascii=False)
-        assert "skipped this question" in sent, "the model was not told the question was skipped"
+        assert rig.model_was_sent(model, rig.SKIPPED_MARK), "the model was not told the question was skipped"
 
     def approve_from_notification():
         reset(sim_port, "checkout")

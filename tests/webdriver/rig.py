@@ -49,6 +49,32 @@ def reset(port, scenario):
     adb_service(port, f"host:sim-reset:virtual-phone-1:{scenario}", False)
 
 
+# Scripts both harnesses run (the same scenario in the app and in the browser).
+ASK_COLOUR_SCRIPT = [
+    {"content": 'do(action="Interact", message="Which colour do you want?")'},
+    {"content": 'finish(message="Noted the colour")'},
+    {"content": 'finish(message="Noted the colour", confirm=True)'},
+]
+ASK_SIZE_SCRIPT = [
+    {"content": 'do(action="Interact", message="Which size do you want?")'},
+    {"content": 'finish(message="No size given")'},
+    {"content": 'finish(message="No size given", confirm=True)'},
+]
+TAKE_OVER_SHOP_SCRIPT = [
+    {"content": 'do(action="Take_over", message="Please open the shop for me")'},
+    {"content": 'finish(message="The shop is open")'},
+    {"content": 'finish(message="The shop is open", confirm=True)'},
+]
+# What the model must have been sent after the answer / the skip.
+ANSWER_TEXT = "dark blue, please"
+SKIPPED_MARK = "skipped this question"
+
+
+def model_was_sent(model, text):
+    """True when any request the scripted model got contains `text` (JSON, unescaped)."""
+    return text in json.dumps(model.requests(), ensure_ascii=False)
+
+
 class Model:
     """The scripted model server, started with an empty script; each test replaces it."""
 
