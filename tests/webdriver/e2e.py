@@ -72,17 +72,21 @@ def tree_mem_kb(root_exe):
         procs_[int(pid)] = (ppid, rss, pss, exe)
     roots = [p for p, (_, _, _, exe) in procs_.items() if os.path.realpath(exe) == os.path.realpath(root_exe)]
     rss_total, pss_total, todo = 0, 0, list(roots)
+    per = {}
     while todo:
         p = todo.pop()
         rss_total += procs_[p][1]
         pss_total += procs_[p][2]
+        name = os.path.basename(procs_[p][3])
+        per[name] = per.get(name, 0) + procs_[p][2]
         todo.extend(c for c, (pp, _, _, _) in procs_.items() if pp == p)
-    return pss_total, rss_total
+    return pss_total, rss_total, per
 
 
 def mem_line():
-    pss, rss = tree_mem_kb(APP)
-    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB)"
+    pss, rss, per = tree_mem_kb(APP)
+    parts = ", ".join(f"{n} {kb / 1024:.0f}" for n, kb in sorted(per.items(), key=lambda x: -x[1]))
+    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB; PSS MB by process: {parts})""
 
 
 def shot(s, name):
