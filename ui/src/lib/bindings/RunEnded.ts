@@ -9,6 +9,10 @@ export type RunEnded = {
  */
 run_id: string, 
 /**
+ * The serial of the phone the run drove (several phones run at once, issue #13).
+ */
+serial: string, 
+/**
  * `succeeded`, `failed`, `cancelled`, `taken_over`, or `error` when it could not start.
  */
 status: string, 
