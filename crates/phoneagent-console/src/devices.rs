@@ -313,8 +313,8 @@ impl Console {
         self.open_device(&sel).await
     }
 
-    /// The phone `serial` as the console knows it: the selected one, a phone with a run, or
-    /// one in the last device list's sources; `None` (or empty) is the selected phone.
+    /// The phone `serial` as the console knows it: the selected one, a phone with a run, or one
+    /// open for a mirror, readiness or a run; `None` (or empty) is the selected phone.
     ///
     /// # Errors
     /// `no_device` when none is selected (`None`) or the serial is not known.
@@ -327,6 +327,21 @@ impl Console {
         }
         if let Some(p) = lock(&self.sessions).get(serial) {
             return Ok(p.device.clone());
+        }
+        // A phone open for a mirror, readiness or a run ("addr|serial|capture").
+        let open = lock(&self.devices)
+            .iter()
+            .filter(|(_, w)| w.strong_count() > 0)
+            .find_map(|(k, _)| {
+                let mut parts = k.splitn(3, '|');
+                let (addr, s) = (parts.next()?, parts.next()?);
+                (s == serial).then(|| SelectedDevice {
+                    adb_addr: addr.to_string(),
+                    serial: serial.to_string(),
+                })
+            });
+        if let Some(sel) = open {
+            return Ok(sel);
         }
         Err(AppError::coded(
             phoneagent_protocol::ErrorCode::NoDevice,

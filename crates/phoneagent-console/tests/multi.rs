@@ -337,9 +337,18 @@ async fn each_phone_has_its_own_mirror() {
     let f = two_phones().await;
     let c = &f.console;
     let addr = f.addr.to_string();
-    c.select_device(addr, f.serials[0].clone()).unwrap();
+    // A phone is mirrored once the console knows it (selected, as the Devices list does): then
+    // its mirror goes on while another phone is selected and mirrored.
+    assert_eq!(
+        c.start_mirror_of(Some(&f.serials[1]), |_| true)
+            .await
+            .unwrap_err()
+            .code,
+        "no_device"
+    );
     let mut rxs = vec![];
     for serial in &f.serials {
+        c.select_device(addr.clone(), serial.clone()).unwrap();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         c.start_mirror_of(Some(serial), move |m| tx.send(m).is_ok())
             .await
@@ -363,13 +372,23 @@ async fn each_phone_has_its_own_mirror() {
             "{serial}"
         );
     }
-    // `mirror/<seq>` is the selected phone's.
+    // `mirror/<seq>` is the selected phone's: the first one's after selecting it again (its
+    // mirror kept going), as long as it has one.
+    c.select_device(addr, f.serials[0].clone()).unwrap();
     assert_eq!(c.picture("/mirror/1").status, 200);
     // Stopping one phone's mirror leaves the other's.
     c.stop_mirror_of(Some(&f.serials[0]));
     assert_eq!(
         c.picture(&format!("/mirror/{}/1", f.serials[0])).status,
         404
+    );
+    // The selected phone has none now: `mirror/<seq>` is the only mirror still going (as
+    // with one mirror, which kept its frames whatever was selected).
+    let only = c.picture("/mirror/1");
+    assert_eq!(only.status, 200);
+    assert_eq!(
+        only.bytes,
+        c.picture(&format!("/mirror/{}/1", f.serials[1])).bytes
     );
     assert_eq!(
         c.picture(&format!("/mirror/{}/1", f.serials[1])).status,

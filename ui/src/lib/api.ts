@@ -111,7 +111,8 @@ function picture(path: string): string {
 /** The mirror's frame `seq` (a JPEG of at most 960 px): of phone `serial`, else of the selected
  *  phone. */
 export function mirrorFrameUrl(seq: number, serial?: string): string {
-  return picture(serial ? `mirror/${encodeURIComponent(serial)}/${seq}` : `mirror/${seq}`);
+  // Not escaped here: each transport escapes the path (`127.0.0.1:5555` → `127.0.0.1%3A5555`).
+  return picture(serial ? `mirror/${serial}/${seq}` : `mirror/${seq}`);
 }
 
 /** True where every phone can have its own mirror at once (the desktop app; `phoneagent web`
