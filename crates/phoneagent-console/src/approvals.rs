@@ -85,8 +85,8 @@ impl Console {
     /// Answer request `id` (validated by the run's session against the pending id, its expiry
     /// and the answers it takes). Requests are registered before they are announced, so an
     /// answer sent on sight is never refused; an unknown id is refused at once. With several
-    /// phones running, the answer goes to the session holding the request (else to the default
-    /// one, which says why it cannot take it).
+    /// phones running, the answer goes to the session holding the request (else the session
+    /// that knows the id says why it cannot take it, e.g. expired).
     ///
     /// # Errors
     /// `unknown_request`, `expired_request`, `mismatched_response`.
@@ -99,7 +99,20 @@ impl Console {
             Some(s) => s
                 .submit_as(phoneagent_runtime::Submitter::Person, op)
                 .map_err(crate::runs::session_error),
-            None => self.submit_to(None, op),
+            // No session holds it (any more): the one that knows it says why (expired), else
+            // the default session refuses it as unknown.
+            None => self
+                .phone_sessions()
+                .into_iter()
+                .map(|p| {
+                    p.session
+                        .submit_as(phoneagent_runtime::Submitter::Person, op.clone())
+                        .map_err(crate::runs::session_error)
+                })
+                .find(|r| {
+                    !matches!(r, Err(e) if e.code == "unknown_request" || e.code == "not_running")
+                })
+                .unwrap_or_else(|| self.submit_to(None, op)),
         }
         .map(drop)
         .map_err(|e| {
