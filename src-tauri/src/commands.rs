@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use phoneagent_console::Console;
 use phoneagent_console::dto::{
-    AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView,
-    ExportResult, FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog, PendingRequest,
+    AppInfo, CheckView, ConnectionTestView, DemoScenarioView, DevicesView, ExportResult,
+    FamilyView, KeyStatus, LedgerRow, MirrorMessage, ModelCatalog, PendingRequest, PhoneRunView,
     RunSummary, SelectedDevice, SetupStatus, StartRunRequest, VirtualPhone,
 };
 use phoneagent_console::error::AppResult;
@@ -51,22 +51,29 @@ pub async fn device_readiness(state: S<'_>) -> AppResult<Vec<CheckView>> {
     state.readiness().await
 }
 
-/// Start mirroring the selected phone into `channel`.
+/// Start mirroring phone `serial` (default: the selected phone) into `channel`; other
+/// phones' mirrors go on.
 #[tauri::command]
-pub async fn mirror_start(state: S<'_>, channel: Channel<MirrorMessage>) -> AppResult<()> {
-    state.start_mirror(move |m| channel.send(m).is_ok()).await
+pub async fn mirror_start(
+    state: S<'_>,
+    channel: Channel<MirrorMessage>,
+    serial: Option<String>,
+) -> AppResult<()> {
+    state
+        .start_mirror_of(serial.as_deref(), move |m| channel.send(m).is_ok())
+        .await
 }
 
-/// Stop the mirror.
+/// Stop phone `serial`'s mirror (default: every mirror).
 #[tauri::command]
-pub fn mirror_stop(state: S<'_>) {
-    state.stop_mirror();
+pub fn mirror_stop(state: S<'_>, serial: Option<String>) {
+    state.stop_mirror_of(serial.as_deref());
 }
 
-/// Tap on the phone during a take_over (device px).
+/// Tap on phone `serial` (default: the selected one) during a take_over (device px).
 #[tauri::command]
-pub async fn take_over_tap(state: S<'_>, x: u32, y: u32) -> AppResult<()> {
-    state.take_over_tap(x, y).await
+pub async fn take_over_tap(state: S<'_>, x: u32, y: u32, serial: Option<String>) -> AppResult<()> {
+    state.take_over_tap_on(serial.as_deref(), x, y).await
 }
 
 /// Swipe on the phone during a take_over (device px, ms).
@@ -78,19 +85,26 @@ pub async fn take_over_swipe(
     x2: u32,
     y2: u32,
     duration_ms: u32,
+    serial: Option<String>,
 ) -> AppResult<()> {
-    state.take_over_swipe((x1, y1), (x2, y2), duration_ms).await
+    state
+        .take_over_swipe_on(serial.as_deref(), (x1, y1), (x2, y2), duration_ms)
+        .await
 }
 
-/// Requests waiting for a human.
+/// Requests waiting for a human on phone `serial` (a serial or a run id), or on every phone.
 #[tauri::command]
-pub fn pending_requests(state: S<'_>) -> Vec<PendingRequest> {
-    state.pending()
+pub fn pending_requests(state: S<'_>, serial: Option<String>) -> Vec<PendingRequest> {
+    state.pending_of(serial.as_deref())
 }
 
 /// Answer a pending request; validated against its id, expiry and kind in Rust.
 #[tauri::command]
-pub async fn answer_request(state: S<'_>, id: String, answer: phoneagent_protocol::event::HumanResponse) -> AppResult<()> {
+pub async fn answer_request(
+    state: S<'_>,
+    id: String,
+    answer: phoneagent_protocol::event::HumanResponse,
+) -> AppResult<()> {
     state.answer(&id, answer).await
 }
 
@@ -116,16 +130,17 @@ pub fn demo_scenarios(state: S<'_>) -> Vec<DemoScenarioView> {
     state.demo_scenarios()
 }
 
-/// Stop the running task.
+/// Stop the running task on phone `serial` (a serial or a run id; default: the selected
+/// phone's, else the only one).
 #[tauri::command]
-pub fn stop_run(state: S<'_>) -> AppResult<()> {
-    state.stop_run()
+pub fn stop_run(state: S<'_>, serial: Option<String>) -> AppResult<()> {
+    state.stop_run_of(serial.as_deref())
 }
 
-/// Pause (`paused = true`) or resume the running task (U2).
+/// Pause (`paused = true`) or resume the running task (U2) on phone `serial` (as `stop_run`).
 #[tauri::command]
-pub fn pause_run(state: S<'_>, paused: bool) -> AppResult<()> {
-    state.set_paused(paused)
+pub fn pause_run(state: S<'_>, paused: bool, serial: Option<String>) -> AppResult<()> {
+    state.set_paused_of(serial.as_deref(), paused)
 }
 
 /// Add a phone by network address (`HOST[:PORT]`, direct TCP without an adb server; D1).
@@ -142,21 +157,29 @@ pub fn remove_direct_device(state: S<'_>, serial: String) -> AppResult<()> {
 
 /// Live approve-for-me state of the running task (AR7/AR8), or null outside that mode.
 #[tauri::command]
-pub fn approval_status(state: S<'_>) -> Option<AutoReviewStatus> {
-    state.approval_status()
+pub fn approval_status(state: S<'_>, serial: Option<String>) -> Option<AutoReviewStatus> {
+    state.approval_status_of(serial.as_deref())
 }
 
 /// One-time override of the running task's denial `request_id` (AR7).
 #[tauri::command]
-pub fn grant_override(state: S<'_>, request_id: String) -> AppResult<OverrideGrant> {
-    state.grant_override(&request_id)
+pub fn grant_override(
+    state: S<'_>,
+    request_id: String,
+    serial: Option<String>,
+) -> AppResult<OverrideGrant> {
+    state.grant_override_of(serial.as_deref(), &request_id)
 }
 
 /// Switch the running task's approve-for-me reviewer off (`suspended = true`: a person decides)
 /// or back on (AR8).
 #[tauri::command]
-pub fn set_auto_review_suspended(state: S<'_>, suspended: bool) -> AppResult<AutoReviewStatus> {
-    state.set_auto_review_suspended(suspended)
+pub fn set_auto_review_suspended(
+    state: S<'_>,
+    suspended: bool,
+    serial: Option<String>,
+) -> AppResult<AutoReviewStatus> {
+    state.set_auto_review_suspended_of(serial.as_deref(), suspended)
 }
 
 /// The approve-for-me policy (rules, tool table, gate options) and its source (AR2–AR7).
@@ -185,8 +208,14 @@ pub fn set_language(state: S<'_>, lang: String) -> AppResult<()> {
 
 /// Id of the running task ("" while it starts), or null.
 #[tauri::command]
-pub fn active_run(state: S<'_>) -> Option<String> {
-    state.active_run()
+pub fn active_run(state: S<'_>, serial: Option<String>) -> Option<String> {
+    state.active_run_of(serial.as_deref())
+}
+
+/// Every phone with a run (running or last finished): one Run panel each.
+#[tauri::command]
+pub fn active_runs(state: S<'_>) -> Vec<PhoneRunView> {
+    state.active_runs()
 }
 
 /// Recent tasks, newest first.

@@ -118,6 +118,7 @@ pub fn run() {
             commands::approval_reviews,
             commands::set_language,
             commands::active_run,
+            commands::active_runs,
             commands::recent_tasks,
             commands::get_settings,
             commands::save_settings,

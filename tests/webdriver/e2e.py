@@ -656,6 +656,46 @@ def main():
         s.wait_until("the virtual phone is in use again",
                      lambda: "In use" in (s.text("[data-serial='virtual-phone-1']") or ""), 15)
 
+    def two_phones_two_panels():
+        # Issue #13: a panel per phone with a run. The demo runs on the in-app virtual phone;
+        # then a second phone (the CLI's virtual phone, added by address) is selected: the Run
+        # view shows two panels side by side — the selected phone's first (the view's ids), the
+        # virtual phone's finished demo second (ids ending in -2) — each with its own mirror and
+        # timeline.
+        p = subprocess.Popen([os.environ["PHONEAGENT_CLI"], "sim", "serve", "--port", "0", "--adbd-port", "0",
+                              "--scenario", "settings"], stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        procs.append(p)
+        addr = None
+        for _ in range(4):
+            m = re.search(r"adbd \(direct mode\) on (\S+)", p.stdout.readline())
+            if m:
+                addr = m.group(1)
+                break
+        assert addr, "the CLI's virtual phone did not print its adbd address"
+        s.click("#nav-run")
+        s.select("#demo-scenario", "0")
+        s.click("#start-demo")
+        s.wait_for("#demo-badge", 30)
+        wait_run_end(s, 120)
+        s.type("#direct-addr", addr)
+        s.click("#direct-add")
+        s.wait_for(f"[data-serial='{addr}']", 20)
+        s.wait_until("the added phone is in use", lambda: "In use" in (s.text(f"[data-serial='{addr}']") or ""), 20)
+        s.wait_until("two panels", lambda: s.attr("#run-panels", "data-count") == "2", 20)
+        assert s.attr("#phone-panel", "data-phone") == addr, s.attr("#phone-panel", "data-phone")
+        assert s.attr("#phone-panel-2", "data-phone") == "virtual-phone-1", s.attr("#phone-panel-2", "data-phone")
+        s.wait_for("#mirror-img", 30)
+        s.wait_for("#mirror-img-2", 30)
+        assert s.attr("#mirror-img", "src") != s.attr("#mirror-img-2", "src")
+        s.click("#tab-timeline-2")
+        s.wait_for("#run-finished-2", 20)
+        assert s.attr("#run-finished-2", "data-status") == "succeeded"
+        shot(s, "two-phones.png")
+        s.click(f"[id='forget-{addr}']")
+        s.wait_gone(f"[data-serial='{addr}']", 15)
+        s.click("[id='use-virtual-phone-1']")
+        s.wait_until("one panel again", lambda: s.attr("#run-panels", "data-count") == "1", 20)
+
     def demo_without_a_phone_or_a_model():
         # SPEC C1 in the app: "Run demo" runs the purchase on the in-app virtual phone with the
         # scripted model, labelled DEMO, with no phone or model configured.
@@ -861,6 +901,7 @@ def main():
     test("forty_steps_keep_up", forty_steps_keep_up)
     test("history_replay_and_export", history_and_export)
     test("phone_added_by_address_without_adb", phone_by_address)
+    test("two_phones_two_panels", two_phones_two_panels)
     test("chinese_everywhere", chinese_everywhere)
     if os.environ.get("E2E_TEN_RUNS") == "1":
         test("ten_runs_memory", ten_runs_memory)

@@ -63,24 +63,57 @@ fn to_response(a: HumanResponse) -> HumanResponse {
 }
 
 impl Console {
-    /// Requests waiting for a human.
+    /// Requests waiting for a human, on every phone.
     pub fn pending(&self) -> Vec<PendingRequest> {
-        self.session()
-            .map(|s| s.pending().iter().map(pending_view).collect())
-            .unwrap_or_default()
+        self.pending_of(None)
+    }
+
+    /// Requests waiting for a human on phone `serial` (a serial or a run id), or on every
+    /// phone (`None`).
+    pub fn pending_of(&self, serial: Option<&str>) -> Vec<PendingRequest> {
+        let sessions = match serial.filter(|s| !s.is_empty()) {
+            None => self.phone_sessions(),
+            Some(_) => self.session_of(serial).into_iter().collect(),
+        };
+        sessions
+            .iter()
+            .flat_map(|p| p.session.pending())
+            .map(|r| pending_view(&r))
+            .collect()
     }
 
     /// Answer request `id` (validated by the run's session against the pending id, its expiry
     /// and the answers it takes). Requests are registered before they are announced, so an
-    /// answer sent on sight is never refused; an unknown id is refused at once.
+    /// answer sent on sight is never refused; an unknown id is refused at once. With several
+    /// phones running, the answer goes to the session holding the request (else the session
+    /// that knows the id says why it cannot take it, e.g. expired).
     ///
     /// # Errors
     /// `unknown_request`, `expired_request`, `mismatched_response`.
     pub async fn answer(&self, id: &str, answer: HumanResponse) -> AppResult<()> {
-        self.submit(Op::Answer {
+        let op = Op::Answer {
             request_id: id.to_string(),
             response: to_response(answer),
-        })
+        };
+        match self.session_holding(id) {
+            Some(s) => s
+                .submit_as(phoneagent_runtime::Submitter::Person, op)
+                .map_err(crate::runs::session_error),
+            // No session holds it (any more): the one that knows it says why (expired), else
+            // the default session refuses it as unknown.
+            None => self
+                .phone_sessions()
+                .into_iter()
+                .map(|p| {
+                    p.session
+                        .submit_as(phoneagent_runtime::Submitter::Person, op.clone())
+                        .map_err(crate::runs::session_error)
+                })
+                .find(|r| {
+                    !matches!(r, Err(e) if e.code == "unknown_request" || e.code == "not_running")
+                })
+                .unwrap_or_else(|| self.submit_to(None, op)),
+        }
         .map(drop)
         .map_err(|e| {
             if e.code == "not_running" {
@@ -120,7 +153,13 @@ impl Console {
     /// Live approve-for-me state of the running task (SPEC AR7/AR8: reviews and failures left,
     /// breaker counters, recent denials), or `None` when no approve-for-me run is going.
     pub fn approval_status(&self) -> Option<AutoReviewStatus> {
-        self.session().and_then(|s| s.auto_review_status())
+        self.approval_status_of(None)
+    }
+
+    /// [`Console::approval_status`] of the run on phone `serial` (a serial or a run id).
+    pub fn approval_status_of(&self, serial: Option<&str>) -> Option<AutoReviewStatus> {
+        self.session_of(serial)
+            .and_then(|p| p.session.auto_review_status())
     }
 
     /// One-time override of the running approve-for-me task's denial `request_id` (the one the
@@ -131,9 +170,24 @@ impl Console {
     /// `not_running` without an approve-for-me run; `invalid_input` when the denial is no longer
     /// among the recent ones.
     pub fn grant_override(&self, request_id: &str) -> AppResult<OverrideGrant> {
-        match self.submit(Op::GrantOverride {
-            request_id: request_id.to_string(),
-        })? {
+        self.grant_override_of(None, request_id)
+    }
+
+    /// [`Console::grant_override`] on the run of phone `serial` (a serial or a run id).
+    ///
+    /// # Errors
+    /// As [`Console::grant_override`].
+    pub fn grant_override_of(
+        &self,
+        serial: Option<&str>,
+        request_id: &str,
+    ) -> AppResult<OverrideGrant> {
+        match self.submit_to(
+            serial,
+            Op::GrantOverride {
+                request_id: request_id.to_string(),
+            },
+        )? {
             Ack::Override(g) => Ok(g),
             other => Err(AppError::internal(format!(
                 "unexpected acknowledgement {other:?}"
@@ -148,7 +202,20 @@ impl Console {
     /// # Errors
     /// `not_running` without an approve-for-me run.
     pub fn set_auto_review_suspended(&self, suspended: bool) -> AppResult<AutoReviewStatus> {
-        match self.submit(Op::SetAutoReviewSuspended { suspended })? {
+        self.set_auto_review_suspended_of(None, suspended)
+    }
+
+    /// [`Console::set_auto_review_suspended`] on the run of phone `serial` (a serial or a run
+    /// id).
+    ///
+    /// # Errors
+    /// As [`Console::set_auto_review_suspended`].
+    pub fn set_auto_review_suspended_of(
+        &self,
+        serial: Option<&str>,
+        suspended: bool,
+    ) -> AppResult<AutoReviewStatus> {
+        match self.submit_to(serial, Op::SetAutoReviewSuspended { suspended })? {
             Ack::AutoReview(s) => Ok(s),
             other => Err(AppError::internal(format!(
                 "unexpected acknowledgement {other:?}"

@@ -30,6 +30,7 @@
     "approval_reviews",
     "set_language",
     "active_run",
+    "active_runs",
     "recent_tasks",
     "get_settings",
     "save_settings",

@@ -3,6 +3,7 @@
 //! delegates to the core crates; nothing decides what the agent does (SPEC U7). The desktop
 //! app manages one `Arc<Console>`; `phoneagent web` serves the same one over HTTP.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -22,6 +23,24 @@ use crate::mirror::{MirrorSlot, ThumbCache};
 use crate::notify::Notifier;
 use crate::settings::AppSettings;
 
+/// A phone's runtime session: the phone it drives and the session of the last run started on
+/// it (kept until the next start there, so the controls reach the run it is running).
+#[derive(Clone)]
+pub(crate) struct PhoneSession {
+    /// The phone.
+    pub(crate) device: SelectedDevice,
+    /// Its session.
+    pub(crate) session: Session,
+}
+
+/// A phone's mirror: how to stop it and its newest frame.
+pub(crate) struct PhoneMirror {
+    /// Stops the mirror task.
+    pub(crate) cancel: CancellationToken,
+    /// The newest frame.
+    pub(crate) slot: Arc<MirrorSlot>,
+}
+
 /// Environment variable: port of the in-process virtual phone (default 0 = ephemeral).
 pub const SIM_PORT_ENV: &str = "PHONEAGENT_APP_SIM_PORT";
 
@@ -38,11 +57,12 @@ pub struct Console {
     pub(crate) sim: tokio::sync::Mutex<Option<SimServer>>,
     pub(crate) sim_port: u16,
     pub(crate) selected: Mutex<Option<SelectedDevice>>,
-    /// The session of the last run started (runs go through it, SPEC A7).
-    pub(crate) session: Mutex<Option<Session>>,
-    pub(crate) mirror: Mutex<Option<CancellationToken>>,
-    /// The newest mirror frame, served at `pa://localhost/mirror/<seq>`.
-    pub(crate) mirror_slot: Arc<MirrorSlot>,
+    /// One runtime session per phone (serial → the session of the last run started on it;
+    /// runs go through it, SPEC A7): phones run at once, one run per phone.
+    pub(crate) sessions: Mutex<HashMap<String, PhoneSession>>,
+    /// One mirror per phone (serial → its cancellation and newest frame, served at
+    /// `pa://localhost/mirror/<serial>/<seq>`, and at `mirror/<seq>` for the selected phone).
+    pub(crate) mirrors: Mutex<HashMap<String, PhoneMirror>>,
     /// Downscaled stored screenshots served to the timeline and History.
     pub(crate) thumbs: ThumbCache,
     /// The open phones ("addr|serial|capture" → device): the mirror, readiness and a run on one
@@ -93,9 +113,8 @@ impl Console {
             sim: tokio::sync::Mutex::new(None),
             sim_port,
             selected: Mutex::new(None),
-            session: Mutex::new(None),
-            mirror: Mutex::new(None),
-            mirror_slot: Arc::new(MirrorSlot::default()),
+            sessions: Mutex::new(HashMap::new()),
+            mirrors: Mutex::new(HashMap::new()),
             thumbs: ThumbCache::default(),
             devices: Mutex::new(std::collections::HashMap::new()),
             notifier: Notifier::new(),

@@ -310,6 +310,48 @@ impl Console {
 
     pub(crate) async fn open_selected(&self) -> AppResult<Arc<AdbDevice>> {
         let sel = self.selected()?;
+        self.open_device(&sel).await
+    }
+
+    /// The phone `serial` as the console knows it: the selected one, a phone with a run, or one
+    /// open for a mirror, readiness or a run; `None` (or empty) is the selected phone.
+    ///
+    /// # Errors
+    /// `no_device` when none is selected (`None`) or the serial is not known.
+    pub(crate) fn phone(&self, serial: Option<&str>) -> AppResult<SelectedDevice> {
+        let Some(serial) = serial.filter(|s| !s.is_empty()) else {
+            return self.selected();
+        };
+        if let Some(sel) = lock(&self.selected).clone().filter(|s| s.serial == serial) {
+            return Ok(sel);
+        }
+        if let Some(p) = lock(&self.sessions).get(serial) {
+            return Ok(p.device.clone());
+        }
+        // A phone open for a mirror, readiness or a run ("addr|serial|capture").
+        let open = lock(&self.devices)
+            .iter()
+            .filter(|(_, w)| w.strong_count() > 0)
+            .find_map(|(k, _)| {
+                let mut parts = k.splitn(3, '|');
+                let (addr, s) = (parts.next()?, parts.next()?);
+                (s == serial).then(|| SelectedDevice {
+                    adb_addr: addr.to_string(),
+                    serial: serial.to_string(),
+                })
+            });
+        if let Some(sel) = open {
+            return Ok(sel);
+        }
+        Err(AppError::coded(
+            phoneagent_protocol::ErrorCode::NoDevice,
+            format!("no phone {serial:?}: select it in Devices first"),
+        ))
+    }
+
+    /// Open phone `sel` (or reuse the device already open for it).
+    pub(crate) async fn open_device(&self, sel: &SelectedDevice) -> AppResult<Arc<AdbDevice>> {
+        let sel = sel.clone();
         let opts = self.device_options();
         let key = format!("{}|{}|{}", sel.adb_addr, sel.serial, opts.screenshot_mode);
         if let Some(dev) = lock(&self.devices)
@@ -405,13 +447,13 @@ impl Console {
     ///
     /// # Errors
     /// `pause_first` while a run is driving the phone.
-    fn require_person_control(&self) -> AppResult<()> {
-        let taking_over = self.session().is_some_and(|s| {
+    fn require_person_control(&self, serial: &str) -> AppResult<()> {
+        let taking_over = self.session_on(serial).is_some_and(|s| {
             s.pending()
                 .iter()
                 .any(|r| matches!(r.kind, HumanRequestKind::TakeOver { .. }))
         });
-        let driving = self.run_drives_phone();
+        let driving = self.run_drives_phone(serial);
         if taking_over || !driving {
             Ok(())
         } else {
@@ -425,8 +467,18 @@ impl Console {
     /// The person taps the phone at device pixels through the mirror (see
     /// [`Console::require_person_control`] for when).
     pub async fn take_over_tap(&self, x: u32, y: u32) -> AppResult<()> {
-        self.require_person_control()?;
-        let dev = self.open_selected().await?;
+        self.take_over_tap_on(None, x, y).await
+    }
+
+    /// [`Console::take_over_tap`] on phone `serial` (`None`: the selected phone), the one whose
+    /// mirror was tapped.
+    ///
+    /// # Errors
+    /// `pause_first` while a run drives that phone; `no_device`; device errors.
+    pub async fn take_over_tap_on(&self, serial: Option<&str>, x: u32, y: u32) -> AppResult<()> {
+        let sel = self.phone(serial)?;
+        self.require_person_control(&sel.serial)?;
+        let dev = self.open_device(&sel).await?;
         dev.tap(DevicePoint { x, y }, &CancellationToken::new())
             .await?;
         Ok(())
@@ -440,8 +492,23 @@ impl Console {
         to: (u32, u32),
         duration_ms: u32,
     ) -> AppResult<()> {
-        self.require_person_control()?;
-        let dev = self.open_selected().await?;
+        self.take_over_swipe_on(None, from, to, duration_ms).await
+    }
+
+    /// [`Console::take_over_swipe`] on phone `serial` (`None`: the selected phone).
+    ///
+    /// # Errors
+    /// As [`Console::take_over_tap_on`].
+    pub async fn take_over_swipe_on(
+        &self,
+        serial: Option<&str>,
+        from: (u32, u32),
+        to: (u32, u32),
+        duration_ms: u32,
+    ) -> AppResult<()> {
+        let sel = self.phone(serial)?;
+        self.require_person_control(&sel.serial)?;
+        let dev = self.open_device(&sel).await?;
         let d = duration_ms.clamp(50, 3000);
         dev.swipe(
             DevicePoint {

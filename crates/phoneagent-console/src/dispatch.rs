@@ -1,7 +1,10 @@
 //! [`Console::dispatch`]: every console command by name, with its arguments as the UI sends
 //! them (one JSON object, argument names in camelCase as Tauri names a command's parameters:
 //! `select_device` takes `{adbAddr, serial}`), its result serialized exactly as the typed
-//! method returns it (`()` → `null`). The desktop app's Tauri commands and `phoneagent web`'s
+//! method returns it (`()` → `null`). The run controls (`stop_run`, `pause_run`, `active_run`,
+//! `pending_requests`, `approval_status`, `grant_override`, `set_auto_review_suspended`) and
+//! the person's taps take an optional `serial` (a phone's serial or a run id; see
+//! [`crate::sessions`]); `answer_request` finds its run by the request id. The desktop app's Tauri commands and `phoneagent web`'s
 //! `POST /api/<command>` serve the same list ([`crate::COMMANDS`]), except the two mirror
 //! commands, which stream ([`Console::start_mirror`], [`Console::stop_mirror`]).
 
@@ -65,6 +68,14 @@ impl<'a> Args<'a> {
     }
 }
 
+impl Args<'_> {
+    /// The optional `serial` argument of the run controls: a phone's serial or a run id
+    /// (several phones run at once, see [`crate::sessions`]).
+    fn serial(&self) -> AppResult<Option<String>> {
+        self.get("serial")
+    }
+}
+
 fn ok<T: Serialize>(v: T) -> AppResult<Value> {
     serde_json::to_value(v)
         .map_err(|e| AppError::internal(format!("could not serialize the result: {e}")))
@@ -111,9 +122,15 @@ impl Console {
             "device_readiness" => ok(self.readiness().await?),
             "add_direct_device" => ok(self.add_direct_device(&a.get::<String>("addr")?)?),
             "remove_direct_device" => ok(self.remove_direct_device(&a.get::<String>("serial")?)?),
-            "take_over_tap" => ok(self.take_over_tap(a.get("x")?, a.get("y")?).await?),
+            "take_over_tap" => {
+                let serial: Option<String> = a.get("serial")?;
+                ok(self
+                    .take_over_tap_on(serial.as_deref(), a.get("x")?, a.get("y")?)
+                    .await?)
+            }
             "take_over_swipe" => ok(self
-                .take_over_swipe(
+                .take_over_swipe_on(
+                    a.get::<Option<String>>("serial")?.as_deref(),
                     (a.get("x1")?, a.get("y1")?),
                     (a.get("x2")?, a.get("y2")?),
                     a.get("durationMs")?,
@@ -127,19 +144,24 @@ impl Console {
                 ok(self.start_demo(&name, mode.as_deref()).await?)
             }
             "demo_scenarios" => ok(self.demo_scenarios()),
-            "stop_run" => ok(self.stop_run()?),
-            "pause_run" => ok(self.set_paused(a.get("paused")?)?),
-            "active_run" => ok(self.active_run()),
+            "stop_run" => ok(self.stop_run_of(a.serial()?.as_deref())?),
+            "pause_run" => ok(self.set_paused_of(a.serial()?.as_deref(), a.get("paused")?)?),
+            "active_run" => ok(self.active_run_of(a.serial()?.as_deref())),
+            "active_runs" => ok(self.active_runs()),
             "recent_tasks" => ok(self.recent_tasks()?),
             // ---- approvals ----
-            "pending_requests" => ok(self.pending()),
+            "pending_requests" => ok(self.pending_of(a.serial()?.as_deref())),
             "answer_request" => {
                 let id: String = a.get("id")?;
                 ok(self.answer(&id, a.get("answer")?).await?)
             }
-            "approval_status" => ok(self.approval_status()),
-            "grant_override" => ok(self.grant_override(&a.get::<String>("requestId")?)?),
-            "set_auto_review_suspended" => ok(self.set_auto_review_suspended(a.get("suspended")?)?),
+            "approval_status" => ok(self.approval_status_of(a.serial()?.as_deref())),
+            "grant_override" => {
+                ok(self.grant_override_of(a.serial()?.as_deref(), &a.get::<String>("requestId")?)?)
+            }
+            "set_auto_review_suspended" => {
+                ok(self.set_auto_review_suspended_of(a.serial()?.as_deref(), a.get("suspended")?)?)
+            }
             "get_approval_policy" => ok(self.approval_policy()?),
             "save_approval_policy" => ok(self.save_approval_policy(&a.get("config")?)?),
             "approval_reviews" => ok(self.approval_reviews(&a.get::<String>("runId")?)?),

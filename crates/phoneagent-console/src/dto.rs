@@ -3,8 +3,8 @@
 //! `ui/src/lib/bindings/` by ts-rs (`cargo test -p phoneagent-app export_bindings`), and
 //! `scripts/test.sh` fails when the committed files are stale.
 
-use serde::{Deserialize, Serialize};
 use phoneagent_protocol::{AccessMode, RiskTier, RunStatus, TerminationCode};
+use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// Names of the app events emitted to the webview.
@@ -193,12 +193,33 @@ pub struct RunStarted {
 pub struct RunEnded {
     /// Run id (empty when the run could not start).
     pub run_id: String,
+    /// The serial of the phone the run drove (several phones run at once, issue #13).
+    pub serial: String,
     /// How it ended; `failed` with `internal` when the run ended without an outcome.
     pub status: RunStatus,
     /// Why it ended.
     pub termination_code: TerminationCode,
     /// Final message or error.
     pub message: String,
+}
+
+/// A phone that has a run, running or finished (command `active_runs`; the Run view shows a
+/// panel for each, issue #13).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PhoneRunView {
+    /// adb server `host:port` of the phone (or a direct transport).
+    pub adb_addr: String,
+    /// Its serial.
+    pub serial: String,
+    /// The run that is running there, else the last one that ran; `None` while a run starts.
+    pub run_id: Option<String>,
+    /// A run is running there now.
+    pub busy: bool,
+    /// That run is paused.
+    pub paused: bool,
+    /// Requests of that run waiting for a human.
+    pub pending: u32,
 }
 
 /// What a pending human request asks for (SPEC S8).

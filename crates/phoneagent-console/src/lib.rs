@@ -5,14 +5,15 @@
 //! (over HTTP) serve, with no UI toolkit in it. A front end is an adapter: it passes a command
 //! name and its JSON arguments to [`Console::dispatch`], forwards [`Console::subscribe`]'s
 //! [`ConsoleEvent`]s to its clients, streams the mirror with [`Console::start_mirror`] and
-//! answers picture URLs (`mirror/<seq>`, `thumb/<sha>`, `view/<sha>`, `shot/<sha>`) with
+//! answers picture URLs (`mirror/<seq>`, `mirror/<serial>/<seq>`, `thumb/<sha>`, `view/<sha>`, `shot/<sha>`) with
 //! [`Console::picture`]. Nothing here decides what the agent does.
 //!
 //! Code map:
 //! * [`console`] — [`Console`]: the state, [`Console::open`], [`Console::subscribe`]; its
 //!   methods live by panel: [`devices`] (device sources, direct links, the virtual phone,
 //!   readiness, the person's taps), [`mirror`], [`runs`] (tasks and demos through a runtime
-//!   `Session`, SPEC A7), [`approvals`] (pending requests, notifications, approve-for-me),
+//!   `Session`, SPEC A7), [`sessions`] (one session per phone, which one a control reaches),
+//!   [`approvals`] (pending requests, notifications, approve-for-me),
 //!   [`settings`] (settings, keys in the OS keyring only), [`history`] (runs, events, ledger,
 //!   exports).
 //! * [`demo`] — the demo's scripted model and run configuration, shared with `phoneagent demo`.
@@ -46,6 +47,7 @@ pub mod history;
 pub mod mirror;
 pub mod notify;
 pub mod runs;
+pub mod sessions;
 pub mod settings;
 
 pub use console::Console;

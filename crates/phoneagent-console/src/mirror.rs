@@ -279,15 +279,39 @@ pub struct PictureResponse {
     pub bytes: Vec<u8>,
 }
 
+/// `%XX` escapes of `s` decoded (a serial in a picture path: `127.0.0.1%3A5555`); a malformed
+/// escape is kept as it is.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Answer a picture request (issue #14: pictures are URLs, not base64 in events):
-/// `/mirror/<seq>` → the newest mirror JPEG; `/shot/<sha256>` → a stored screenshot as
+/// `/mirror/<seq>` → the newest mirror JPEG of the selected phone (`mirror(None)`),
+/// `/mirror/<serial>/<seq>` → phone `serial`'s (`mirror(Some(serial))`, several phones mirror
+/// at once); `/shot/<sha256>` → a stored screenshot as
 /// `store_shot` finds it (original bytes and MIME, the "full frame on demand");
 /// `/thumb/<sha256>` and `/view/<sha256>` → the same as a JPEG of [`THUMB_LONG_SIDE`] /
 /// [`VIEW_LONG_SIDE`] px, cached in `thumbs`. Anything else is 404. Decoding can take tens of
 /// ms: call it off a UI thread (a blocking thread).
 pub fn serve(
     path: &str,
-    slot: &MirrorSlot,
+    mirror: &dyn Fn(Option<&str>) -> Option<Arc<MirrorSlot>>,
     thumbs: &ThumbCache,
     store_shot: impl Fn(&str) -> Option<(String, Vec<u8>)>,
 ) -> PictureResponse {
@@ -296,9 +320,13 @@ pub fn serve(
     let is_hash = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
     let (kind, rest) = path.split_once('/').unwrap_or((path.as_str(), ""));
     let found = match kind {
-        "mirror" => slot
-            .newest()
-            .map(|(_, b)| ("image/jpeg".to_string(), b.as_ref().clone())),
+        "mirror" => {
+            // `mirror/<seq>`: the selected phone's; `mirror/<serial>/<seq>`: that phone's.
+            let serial = rest.rsplit_once('/').map(|(s, _)| percent_decode(s));
+            mirror(serial.as_deref())
+                .and_then(|slot| slot.newest())
+                .map(|(_, b)| ("image/jpeg".to_string(), b.as_ref().clone()))
+        }
         "shot" if is_hash(rest) => store_shot(rest),
         "thumb" | "view" if is_hash(rest) => {
             let side = if kind == "thumb" {
@@ -341,24 +369,56 @@ impl crate::Console {
     where
         F: Fn(MirrorMessage) -> bool + Send + Sync + 'static,
     {
-        let dev = self.open_selected().await?;
+        self.start_mirror_of(None, send).await
+    }
+
+    /// Start mirroring phone `serial` (`None`: the selected phone), replacing that phone's
+    /// mirror if one is going; other phones' mirrors go on (one mirror per phone, issue #13).
+    /// Its frames are served at `mirror/<serial>/<seq>` (and at `mirror/<seq>` while it is the
+    /// selected phone).
+    ///
+    /// # Errors
+    /// `no_device`; errors opening the phone.
+    pub async fn start_mirror_of<F>(&self, serial: Option<&str>, send: F) -> AppResult<()>
+    where
+        F: Fn(MirrorMessage) -> bool + Send + Sync + 'static,
+    {
+        let sel = self.phone(serial)?;
+        let dev = self.open_device(&sel).await?;
         let cancel = CancellationToken::new();
-        if let Some(old) = lock(&self.mirror).replace(cancel.clone()) {
-            old.cancel();
+        let slot = Arc::new(MirrorSlot::default());
+        let old = lock(&self.mirrors).insert(
+            sel.serial.clone(),
+            crate::console::PhoneMirror {
+                cancel: cancel.clone(),
+                slot: slot.clone(),
+            },
+        );
+        if let Some(old) = old {
+            old.cancel.cancel();
         }
-        self.mirror_slot.clear();
-        tokio::spawn(crate::mirror::run_mirror(
-            dev,
-            self.mirror_slot.clone(),
-            send,
-            cancel,
-        ));
+        tokio::spawn(crate::mirror::run_mirror(dev, slot, send, cancel));
         Ok(())
     }
 
-    /// The newest mirror frame (for the `pa:` URI scheme).
-    pub fn mirror_slot(&self) -> &MirrorSlot {
-        &self.mirror_slot
+    /// The newest-frame slot of phone `serial`'s mirror (`None`: the selected phone's, else
+    /// the only mirror going), for the `pa:` URI scheme.
+    pub fn mirror_slot(&self, serial: Option<&str>) -> Option<Arc<MirrorSlot>> {
+        let mirrors = lock(&self.mirrors);
+        match serial.filter(|s| !s.is_empty()) {
+            Some(s) => mirrors.get(s).map(|m| m.slot.clone()),
+            None => {
+                let selected = lock(&self.selected).clone().map(|s| s.serial);
+                selected
+                    .and_then(|s| mirrors.get(&s))
+                    .or_else(|| {
+                        (mirrors.len() == 1)
+                            .then(|| mirrors.values().next())
+                            .flatten()
+                    })
+                    .map(|m| m.slot.clone())
+            }
+        }
     }
 
     /// Downscaled stored screenshots (for the `pa:` URI scheme).
@@ -366,22 +426,37 @@ impl crate::Console {
         &self.thumbs
     }
 
-    /// Answer a picture path (`mirror/<seq>`, `thumb/<sha256>`, `view/<sha256>`,
-    /// `shot/<sha256>`; a leading `/` and `%2F` for `/` are accepted), see
+    /// Answer a picture path (`mirror/<seq>`, `mirror/<serial>/<seq>`, `thumb/<sha256>`,
+    /// `view/<sha256>`, `shot/<sha256>`; a leading `/` and `%2F` for `/` are accepted), see
     /// [`crate::mirror::serve`]. Decodes and scales stored screenshots: call it on a blocking
     /// thread.
     pub fn picture(&self, path: &str) -> PictureResponse {
-        crate::mirror::serve(path, &self.mirror_slot, &self.thumbs, |h| {
-            self.screenshot_bytes(h)
-        })
+        crate::mirror::serve(
+            path,
+            &|serial| self.mirror_slot(serial),
+            &self.thumbs,
+            |h| self.screenshot_bytes(h),
+        )
     }
 
-    /// Stop the mirror.
+    /// Stop every mirror.
     pub fn stop_mirror(&self) {
-        if let Some(c) = lock(&self.mirror).take() {
-            c.cancel();
+        let all: Vec<_> = lock(&self.mirrors).drain().collect();
+        for (_, m) in all {
+            m.cancel.cancel();
         }
-        self.mirror_slot.clear();
+    }
+
+    /// Stop phone `serial`'s mirror (`None` or empty: every mirror).
+    pub fn stop_mirror_of(&self, serial: Option<&str>) {
+        match serial.filter(|s| !s.is_empty()) {
+            None => self.stop_mirror(),
+            Some(s) => {
+                if let Some(m) = lock(&self.mirrors).remove(s) {
+                    m.cancel.cancel();
+                }
+            }
+        }
     }
 }
 
@@ -391,10 +466,19 @@ mod tests {
 
     #[test]
     fn serve_answers_mirror_and_stored_shots_and_refuses_the_rest() {
-        let slot = MirrorSlot::default();
+        let slot = Arc::new(MirrorSlot::default());
+        let other = Arc::new(MirrorSlot::default());
+        other.put(7, vec![0xff, 0xd8, 7]);
         let thumbs = ThumbCache::default();
         type Store<'a> = &'a dyn Fn(&str) -> Option<(String, Vec<u8>)>;
-        let serve = |p: &str, slot: &MirrorSlot, f: Store<'_>| super::serve(p, slot, &thumbs, f);
+        let serve = |p: &str, slot: &Arc<MirrorSlot>, f: Store<'_>| {
+            let mirror = |serial: Option<&str>| match serial {
+                None => Some(slot.clone()),
+                Some("127.0.0.1:5555") => Some(other.clone()),
+                Some(_) => None,
+            };
+            super::serve(p, &mirror, &thumbs, f)
+        };
         assert_eq!(serve("/mirror/1", &slot, &|_| None).status, 404);
         slot.put(3, vec![0xff, 0xd8, 1]);
         let r = serve("/mirror%2F2", &slot, &|_| None);
@@ -412,6 +496,15 @@ mod tests {
         });
         assert_eq!(r.status, 404);
         assert_eq!(serve("/other", &slot, &|_| None).status, 404);
+        // Another phone's mirror by its serial (escaped or not); an unknown phone has none.
+        for p in ["/mirror/127.0.0.1:5555/7", "mirror%2F127.0.0.1%3A5555%2F7"] {
+            let r = serve(p, &slot, &|_| None);
+            assert_eq!((r.status, r.bytes), (200, vec![0xff, 0xd8, 7]), "{p}");
+        }
+        assert_eq!(
+            serve("/mirror/emulator-5554/7", &slot, &|_| None).status,
+            404
+        );
         slot.clear();
         assert_eq!(serve("/mirror/3", &slot, &|_| None).status, 404);
         // A stored 1080×2400 PNG served as a small JPEG thumbnail and a 960 px view.

@@ -7,8 +7,9 @@
 //! subscribers (`agent-event`, then `run-ended`).
 //!
 //! A session is made for each start (its parts — phone, model routes, limits, policy — are the
-//! settings of that moment) and kept until the next start, so the controls (stop, pause,
-//! answers, approve-for-me) reach the run it is running; a start while it is busy is refused.
+//! settings of that moment) and kept as that phone's until the next start on it, so the
+//! controls (stop, pause, answers, approve-for-me) reach the run it is running; a start on a
+//! phone whose session is busy is refused, while other phones run their own ([`crate::sessions`]).
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use phoneagent_runtime::{
 };
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use crate::console::{Console, lock, screen_reader, settings_lang};
+use crate::console::{Console, PhoneSession, lock, screen_reader, settings_lang};
 use crate::devices::parse_addr;
 use crate::dto::{DemoScenarioView, RunEnded, SelectedDevice, StartRunRequest};
 use crate::error::{AppError, AppResult};
@@ -57,24 +58,6 @@ pub fn session_error(e: SessionError) -> AppError {
 }
 
 impl Console {
-    /// The session of the last start, if any.
-    pub(crate) fn session(&self) -> Option<Session> {
-        lock(&self.session).clone()
-    }
-
-    /// Submit `op` to the run's session as the person at the window.
-    ///
-    /// # Errors
-    /// `not_running` when no run was started; the session's refusal ([`session_error`]).
-    pub(crate) fn submit(&self, op: Op) -> AppResult<Ack> {
-        let session = self
-            .session()
-            .ok_or_else(|| session_error(SessionError::NotRunning))?;
-        session
-            .submit_as(Submitter::Person, op)
-            .map_err(session_error)
-    }
-
     /// Resolve the actor, verifier and safety reviewer through the llm crate's role chain
     /// (keys read from the OS keyring on a blocking thread).
     async fn routes(&self, cfg: ModelsConfig) -> AppResult<Routes> {
@@ -108,9 +91,10 @@ impl Console {
         })
     }
 
-    /// Refuse a start while the last session is running a task.
-    fn check_idle(&self) -> AppResult<()> {
-        match self.session() {
+    /// Refuse a start on phone `serial` while its session is running a task (other phones'
+    /// runs do not matter).
+    fn check_idle(&self, serial: &str) -> AppResult<()> {
+        match self.session_on(serial) {
             Some(s) if s.is_busy() => Err(session_error(SessionError::Busy {
                 run_id: s.status().run_id.unwrap_or_default(),
             })),
@@ -119,8 +103,8 @@ impl Console {
     }
 
     /// Start a run on the selected phone. Its events go to [`Console::subscribe`] as they
-    /// happen (`agent-event`); the run ends with `run-ended`. Refuses while another run is
-    /// active.
+    /// happen (`agent-event`); the run ends with `run-ended`. Refuses while a run is active on
+    /// that phone; runs on other phones go on (one session per phone, issue #13).
     pub async fn start_run(&self, req: StartRunRequest) -> AppResult<SelectedDevice> {
         let task = req.task.trim().to_string();
         if task.is_empty() {
@@ -148,9 +132,9 @@ impl Console {
                 "no model profile named {actor_name:?}: add it in Settings"
             )));
         }
-        self.check_idle()?;
         let sel = self.selected()?;
-        let device = self.open_selected().await?;
+        self.check_idle(&sel.serial)?;
+        let device = self.open_device(&sel).await?;
         let routes = self.routes(settings.models_config(&actor_name)?).await?;
         let config = AgentConfig {
             max_steps: req.max_steps,
@@ -162,6 +146,7 @@ impl Console {
             ..AgentConfig::default()
         };
         self.launch(
+            sel.clone(),
             task.clone(),
             device,
             routes,
@@ -180,7 +165,7 @@ impl Console {
     ///
     /// # Errors
     /// `invalid_input` for an unknown scenario (the message lists them); `busy` while a run is
-    /// active; errors starting the virtual phone or the model server.
+    /// active on the virtual phone; errors starting the virtual phone or the model server.
     pub async fn start_demo(&self, name: &str, mode: Option<&str>) -> AppResult<SelectedDevice> {
         let mode = mode.filter(|m| !m.is_empty()).map(parse_mode).transpose()?;
         let scenario = phoneagent_testkit::demo::find(name, mode).ok_or_else(|| {
@@ -193,8 +178,8 @@ impl Console {
                     .join(", ")
             ))
         })?;
-        self.check_idle()?;
         let phone = self.start_virtual_phone().await?;
+        self.check_idle(&phone.serial)?;
         {
             let sim = self.sim.lock().await;
             if let Some(p) = sim.as_ref().and_then(|s| s.phone(&phone.serial)) {
@@ -234,7 +219,12 @@ impl Console {
             )
             .await?,
         );
+        let sel = SelectedDevice {
+            adb_addr: phone.adb_addr,
+            serial: phone.serial,
+        };
         self.launch(
+            sel.clone(),
             scenario.task.to_string(),
             device,
             routes,
@@ -242,10 +232,7 @@ impl Console {
             settings.notifications,
             Some(demo),
         )?;
-        Ok(SelectedDevice {
-            adb_addr: phone.adb_addr,
-            serial: phone.serial,
-        })
+        Ok(sel)
     }
 
     /// The demo scenarios the app offers (`name`, `mode`, `task`, `about`).
@@ -261,12 +248,14 @@ impl Console {
             .collect()
     }
 
-    /// Start `task` on `device` with `routes` and `config` in a new session (one run at a
-    /// time): the session's events go to the subscribers (and to notifications), then the
+    /// Start `task` on `device` (the phone `sel`) with `routes` and `config` in a new session,
+    /// that phone's from now on (one run at a time per phone): the session's events go to the subscribers (and to notifications), then the
     /// run's end. `demo`, the demo's scripted model server, is shut down when this run ends
     /// (dropped at once when the run cannot start).
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
+        sel: SelectedDevice,
         task: String,
         device: Arc<AdbDevice>,
         routes: Routes,
@@ -305,10 +294,10 @@ impl Console {
         );
         let rx = session.subscribe();
         let run_id = {
-            let mut current = lock(&self.session);
-            if let Some(s) = current.as_ref().filter(|s| s.is_busy()) {
+            let mut sessions = lock(&self.sessions);
+            if let Some(p) = sessions.get(&sel.serial).filter(|p| p.session.is_busy()) {
                 return Err(session_error(SessionError::Busy {
-                    run_id: s.status().run_id.unwrap_or_default(),
+                    run_id: p.session.status().run_id.unwrap_or_default(),
                 }));
             }
             let started = session
@@ -324,20 +313,29 @@ impl Console {
             let Ack::Started { run_id } = started else {
                 return Err(AppError::internal("the start was not acknowledged"));
             };
-            *current = Some(session.clone());
+            sessions.insert(
+                sel.serial.clone(),
+                PhoneSession {
+                    device: sel.clone(),
+                    session: session.clone(),
+                },
+            );
             run_id
         };
+        let serial = sel.serial;
         tokio::spawn(async move {
             let outcome = me.forward_run(&session, rx, &run_id, notifications).await;
             let ended = match outcome {
                 Some(o) => RunEnded {
                     run_id: o.run_id,
+                    serial,
                     status: o.status,
                     termination_code: o.termination_code,
                     message: o.message,
                 },
                 None => RunEnded {
                     run_id: run_id.clone(),
+                    serial,
                     status: RunStatus::Failed,
                     termination_code: ErrorCode::Internal.into(),
                     message: "the run ended without an outcome".into(),
@@ -394,32 +392,57 @@ impl Console {
     }
 
     /// Cancel the active run (SPEC R7): the in-flight model call is aborted and no further
-    /// device command is sent.
+    /// device command is sent. Which run: see [`Console::stop_run_of`].
     ///
     /// # Errors
     /// `not_running` when nothing runs.
     pub fn stop_run(&self) -> AppResult<()> {
-        self.submit(Op::Cancel).map(drop)
+        self.stop_run_of(None)
+    }
+
+    /// Cancel the run on phone `serial` (a serial or a run id; `None`: the selected phone's
+    /// run, else the only one running; see [`crate::sessions`]).
+    ///
+    /// # Errors
+    /// `not_running` when that phone runs nothing.
+    pub fn stop_run_of(&self, serial: Option<&str>) -> AppResult<()> {
+        self.submit_to(serial, Op::Cancel).map(drop)
     }
 
     /// Pause (`true`) or resume (`false`) the running task (U2): a paused agent finishes the
     /// device command in flight, sends no further ones and keeps its state until resumed.
+    /// Which run: as [`Console::stop_run_of`].
     ///
     /// # Errors
     /// `not_running` when no task is running.
     pub fn set_paused(&self, paused: bool) -> AppResult<()> {
-        self.submit(if paused { Op::Pause } else { Op::Resume })
+        self.set_paused_of(None, paused)
+    }
+
+    /// [`Console::set_paused`] for the run on phone `serial` (a serial or a run id).
+    ///
+    /// # Errors
+    /// `not_running` when that phone runs nothing.
+    pub fn set_paused_of(&self, serial: Option<&str>, paused: bool) -> AppResult<()> {
+        self.submit_to(serial, if paused { Op::Pause } else { Op::Resume })
             .map(drop)
     }
 
-    /// Id of the active run, if one is running.
+    /// Id of the active run, if one is running (the selected phone's, else the only one; see
+    /// [`crate::sessions`]).
     pub fn active_run(&self) -> Option<String> {
-        self.session().and_then(|s| s.status().run_id)
+        self.active_run_of(None)
     }
 
-    /// True while a run is active and not paused: it drives the phone.
-    pub(crate) fn run_drives_phone(&self) -> bool {
-        self.session().is_some_and(|s| {
+    /// Id of the active run on phone `serial` (a serial or a run id), if one is running.
+    pub fn active_run_of(&self, serial: Option<&str>) -> Option<String> {
+        self.session_of(serial)
+            .and_then(|p| p.session.status().run_id)
+    }
+
+    /// True while a run is active on phone `serial` and not paused: it drives the phone.
+    pub(crate) fn run_drives_phone(&self, serial: &str) -> bool {
+        self.session_on(serial).is_some_and(|s| {
             let st = s.status();
             st.run_id.is_some() && !st.paused
         })

@@ -14,6 +14,7 @@ import type { KeyStatus } from './bindings/KeyStatus';
 import type { LedgerRow } from './bindings/LedgerRow';
 import type { MirrorMessage } from './bindings/MirrorMessage';
 import type { PendingRequest } from './bindings/PendingRequest';
+import type { PhoneRunView } from './bindings/PhoneRunView';
 import type { RunEnded } from './bindings/RunEnded';
 import type { RunSummary } from './bindings/RunSummary';
 import type { SelectedDevice } from './bindings/SelectedDevice';
@@ -34,7 +35,7 @@ import type { ApprovalReview } from './bindings/ApprovalReview';
 import type { ApprovalPolicySettings } from './bindings/ApprovalPolicySettings';
 import type { AutoReviewConfig } from './bindings/AutoReviewConfig';
 export type { AutoReviewStatus, OverrideGrant, ApprovalReview, ApprovalPolicySettings, AutoReviewConfig };
-export type { DemoScenarioView };
+export type { DemoScenarioView, PhoneRunView };
 export type { HumanResponse, AppError, AppInfo, AppSettings, CheckView, DevicesView, ExportResult, KeyStatus, LedgerRow, MirrorMessage, PendingRequest, RunEnded, RunSummary, SelectedDevice, StartRunRequest, VirtualPhone };
 
 export { asAppError };
@@ -53,26 +54,29 @@ export const api = {
   removeDirectDevice: (serial: string) => call<void>('remove_direct_device', { serial }),
   startVirtualPhone: () => call<VirtualPhone>('start_virtual_phone'),
   readiness: () => call<CheckView[]>('device_readiness'),
-  mirrorStart: (onMessage: (m: MirrorMessage) => void) => transport().mirrorStart(onMessage),
-  mirrorStop: () => transport().mirrorStop(),
-  takeOverTap: (x: number, y: number) => call<void>('take_over_tap', { x, y }),
-  takeOverSwipe: (x1: number, y1: number, x2: number, y2: number, durationMs: number) =>
-    call<void>('take_over_swipe', { x1, y1, x2, y2, durationMs }),
-  pendingRequests: () => call<PendingRequest[]>('pending_requests'),
+  // `serial` (several phones run at once, issue #13): the phone a command is for — its serial,
+  // or for the run controls a run id; left out, the selected phone (else the only busy one).
+  mirrorStart: (onMessage: (m: MirrorMessage) => void, serial?: string) => transport().mirrorStart(onMessage, serial),
+  mirrorStop: (serial?: string) => transport().mirrorStop(serial),
+  takeOverTap: (x: number, y: number, serial?: string) => call<void>('take_over_tap', { x, y, serial }),
+  takeOverSwipe: (x1: number, y1: number, x2: number, y2: number, durationMs: number, serial?: string) =>
+    call<void>('take_over_swipe', { x1, y1, x2, y2, durationMs, serial }),
+  pendingRequests: (serial?: string) => call<PendingRequest[]>('pending_requests', { serial }),
   answer: (id: string, answer: HumanResponse) => call<void>('answer_request', { id, answer }),
   startRun: (request: StartRunRequest) => call<SelectedDevice>('start_run', { request }),
   startDemo: (name: string, mode: string) => call<SelectedDevice>('start_demo', { name, mode }),
   demoScenarios: () => call<DemoScenarioView[]>('demo_scenarios'),
-  stopRun: () => call<void>('stop_run'),
-  pauseRun: (paused: boolean) => call<void>('pause_run', { paused }),
-  approvalStatus: () => call<AutoReviewStatus | null>('approval_status'),
-  grantOverride: (requestId: string) => call<OverrideGrant>('grant_override', { requestId }),
-  setAutoReviewSuspended: (suspended: boolean) => call<AutoReviewStatus>('set_auto_review_suspended', { suspended }),
+  stopRun: (serial?: string) => call<void>('stop_run', { serial }),
+  pauseRun: (paused: boolean, serial?: string) => call<void>('pause_run', { paused, serial }),
+  approvalStatus: (serial?: string) => call<AutoReviewStatus | null>('approval_status', { serial }),
+  grantOverride: (requestId: string, serial?: string) => call<OverrideGrant>('grant_override', { requestId, serial }),
+  setAutoReviewSuspended: (suspended: boolean, serial?: string) => call<AutoReviewStatus>('set_auto_review_suspended', { suspended, serial }),
   getApprovalPolicy: () => call<ApprovalPolicySettings>('get_approval_policy'),
   saveApprovalPolicy: (config: AutoReviewConfig) => call<void>('save_approval_policy', { config }),
   approvalReviews: (runId: string) => call<ApprovalReview[]>('approval_reviews', { runId }),
   setLanguage: (lang: 'en' | 'zh') => call<void>('set_language', { lang }),
-  activeRun: () => call<string | null>('active_run'),
+  activeRun: (serial?: string) => call<string | null>('active_run', { serial }),
+  activeRuns: () => call<PhoneRunView[]>('active_runs'),
   recentTasks: () => call<string[]>('recent_tasks'),
   getSettings: () => call<AppSettings>('get_settings'),
   saveSettings: (settings: AppSettings) => call<void>('save_settings', { settings }),
@@ -104,9 +108,17 @@ function picture(path: string): string {
   return transport().pictureUrl(path);
 }
 
-/** The mirror's frame `seq` (a JPEG of at most 960 px). */
-export function mirrorFrameUrl(seq: number): string {
-  return picture(`mirror/${seq}`);
+/** The mirror's frame `seq` (a JPEG of at most 960 px): of phone `serial`, else of the selected
+ *  phone. */
+export function mirrorFrameUrl(seq: number, serial?: string): string {
+  // Not escaped here: each transport escapes the path (`127.0.0.1:5555` → `127.0.0.1%3A5555`).
+  return picture(serial ? `mirror/${serial}/${seq}` : `mirror/${seq}`);
+}
+
+/** True where every phone can have its own mirror at once (the desktop app; `phoneagent web`
+ *  mirrors the selected phone only). */
+export function multiMirror(): boolean {
+  return transport().kind === 'tauri';
 }
 
 /** A stored screenshot by hash (content address): `thumb` (360 px JPEG, the timeline),

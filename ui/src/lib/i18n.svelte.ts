@@ -25,6 +25,8 @@ export const catalogue: Record<string, string> = {
   'The phone is not reachable right now. Unlock it, accept the "Allow USB debugging?" prompt if it shows one, check the cable, then refresh Devices.':
     '现在连不上手机。请解锁手机，如出现“允许 USB 调试吗？”请允许，检查数据线，然后刷新“设备”。',
   'No task is running.': '没有正在运行的任务。',
+  // Several phones at once (issue #13).
+  'On phone': '手机', 'Select this phone in Devices to see its screen here.': '在“设备”中选择这台手机，即可在此看到它的屏幕。',
   'A task is already running on this phone. Stop it or wait for it to end.': '这台手机上已有任务在运行。请先停止或等待它结束。',
   'Open Settings': '打开设置', Details: '详情',
   Run: '运行', History: '历史', Settings: '设置', Devices: '设备', Mirror: '镜像', Task: '任务', Timeline: '时间线',

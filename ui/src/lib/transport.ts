@@ -17,10 +17,12 @@ export interface Transport {
   call<T>(cmd: string, args?: Record<string, unknown>): Promise<T>;
   /** Receive every event `name` (`agent-event`, `run-ended`) from now on. */
   listen<T>(name: string, handler: (payload: T) => void): Promise<Unlisten>;
-  /** Start the mirror of the selected phone; its messages go to `onMessage` until `mirrorStop`. */
-  mirrorStart(onMessage: (m: MirrorMessage) => void): Promise<void>;
-  mirrorStop(): Promise<void>;
-  /** URL of a picture (`mirror/<seq>`, `thumb/<sha>`, `view/<sha>`, `shot/<sha>`). */
+  /** Start the mirror of phone `serial` (default: the selected phone); its messages go to
+   *  `onMessage` until `mirrorStop`. Web: the selected phone's only (`serial` is ignored). */
+  mirrorStart(onMessage: (m: MirrorMessage) => void, serial?: string): Promise<void>;
+  /** Stop phone `serial`'s mirror (default: every mirror). */
+  mirrorStop(serial?: string): Promise<void>;
+  /** URL of a picture (`mirror/<seq>`, `mirror/<serial>/<seq>`, `thumb/<sha>`, `view/<sha>`, `shot/<sha>`). */
   pictureUrl(path: string): string;
 }
 
@@ -46,13 +48,13 @@ export const tauriTransport: Transport = {
   async listen<T>(name: string, handler: (payload: T) => void): Promise<Unlisten> {
     return tauriListen<T>(name, (ev) => handler(ev.payload));
   },
-  mirrorStart(onMessage: (m: MirrorMessage) => void): Promise<void> {
+  mirrorStart(onMessage: (m: MirrorMessage) => void, serial?: string): Promise<void> {
     const channel = new Channel<MirrorMessage>();
     channel.onmessage = onMessage;
-    return this.call<void>('mirror_start', { channel });
+    return this.call<void>('mirror_start', { channel, serial });
   },
-  mirrorStop(): Promise<void> {
-    return this.call<void>('mirror_stop');
+  mirrorStop(serial?: string): Promise<void> {
+    return this.call<void>('mirror_stop', { serial });
   },
   // `pa://localhost/…`, or `http://pa.localhost/…` where the webview needs it.
   pictureUrl: (path: string) => convertFileSrc(path, 'pa'),

@@ -11,6 +11,10 @@ export type RunEnded = {
  */
 run_id: string, 
 /**
+ * The serial of the phone the run drove (several phones run at once, issue #13).
+ */
+serial: string, 
+/**
  * How it ended; `failed` with `internal` when the run ended without an outcome.
  */
 status: RunStatus, 
