@@ -86,7 +86,7 @@ def tree_mem_kb(root_exe):
 def mem_line():
     pss, rss, per = tree_mem_kb(APP)
     parts = ", ".join(f"{n} {kb / 1024:.0f}" for n, kb in sorted(per.items(), key=lambda x: -x[1]))
-    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB; PSS MB by process: {parts})""
+    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB; PSS MB by process: {parts})"
 
 
 def shot(s, name):

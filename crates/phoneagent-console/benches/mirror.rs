@@ -164,7 +164,10 @@ fn main() -> anyhow::Result<()> {
             ScreenshotMode::Png,
         ] {
             let cell = format!("{profile}/{}", mode.as_str());
-            if only.as_ref().is_some_and(|o| !o.split(',').any(|c| c == cell)) {
+            if only
+                .as_ref()
+                .is_some_and(|o| !o.split(',').any(|c| c == cell))
+            {
                 continue;
             }
             let c = rt.block_on(measure(profile, mode, &jar, changes))?;

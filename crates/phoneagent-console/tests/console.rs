@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use phoneagent_console::dto::{MirrorMessage, RequestKind, RunEnded, StartRunRequest};
-use phoneagent_protocol::RunStatus;
-use phoneagent_protocol::event::HumanResponse as AnswerInput;
 use phoneagent_console::events::event_names;
 use phoneagent_console::settings::AppSettings;
 use phoneagent_console::{Console, ConsoleEvent};
+use phoneagent_protocol::RunStatus;
+use phoneagent_protocol::event::HumanResponse as AnswerInput;
 use phoneagent_protocol::{AgentEvent, EventEnvelope};
 use phoneagent_testkit::{ScriptEntry, ScriptedModel, ScriptedModelConfig};
 

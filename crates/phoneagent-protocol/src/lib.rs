@@ -61,11 +61,11 @@ pub use geometry::{
     CoordinateSpace, DevicePoint, ModelPoint, Rotation, RuntimePoint, ScreenGeometry,
 };
 pub use op::{Op, TaskOptions};
+pub use options::{ParseOptions, ToolOptions};
 pub use outcome::{
     CalibrationMethod, EndReason, FreshnessOutcome, ObservationPurpose, TerminationCode,
     ToolStatus, VerifierVerdict,
 };
-pub use options::{ParseOptions, ToolOptions};
 pub use parse_error::{ParseError, ParseErrorKind, ParseResult, Position};
 pub use prompt::do_grammar_prompt;
 pub use render::render_do;

@@ -406,7 +406,11 @@ impl Run {
     }
 
     fn cancelled_flow(&self) -> Flow {
-        Self::end(RunStatus::Cancelled, ErrorCode::Cancelled, "cancelled by the user")
+        Self::end(
+            RunStatus::Cancelled,
+            ErrorCode::Cancelled,
+            "cancelled by the user",
+        )
     }
 
     fn budget_exhausted(&self) -> bool {

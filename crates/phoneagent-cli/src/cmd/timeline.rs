@@ -102,10 +102,8 @@ pub fn line(env: &EventEnvelope) -> Option<String> {
         AgentEvent::Freshness {
             outcome: FreshnessOutcome::Stale,
             ..
-        } => {
-            "     ↻ the screen changed before the tap: cancelled with zero touches, re-planning"
-                .into()
-        }
+        } => "     ↻ the screen changed before the tap: cancelled with zero touches, re-planning"
+            .into(),
         AgentEvent::ActionDispatched {
             command_ok: false,
             message,

@@ -249,7 +249,9 @@ impl Run {
                 self.bus.emit(AgentEvent::ApprovalReview(rec));
                 self.reject_turn(action, text);
                 Some(match stop {
-                    Some(reason) => Self::end(RunStatus::Failed, EndReason::ApprovalBreaker, reason),
+                    Some(reason) => {
+                        Self::end(RunStatus::Failed, EndReason::ApprovalBreaker, reason)
+                    }
                     None => Flow::Continue,
                 })
             }

@@ -3,8 +3,8 @@
 
 use phoneagent_llm::config::Role;
 use phoneagent_llm::ledger::CallKind;
-use phoneagent_protocol::event::RecoveryOutcome;
 use phoneagent_protocol::VerifierVerdict as Verdict;
+use phoneagent_protocol::event::RecoveryOutcome;
 use phoneagent_protocol::{
     Action, AgentEvent, EndReason, ErrorCode, ObservationPurpose, RunStatus, TaskItem,
 };

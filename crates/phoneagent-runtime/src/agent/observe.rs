@@ -102,13 +102,22 @@ impl Run {
     }
 
     /// Take a screenshot, store it, emit the observation.
-    pub(super) async fn capture(&mut self, purpose: ObservationPurpose) -> Result<Obs, DeviceError> {
+    pub(super) async fn capture(
+        &mut self,
+        purpose: ObservationPurpose,
+    ) -> Result<Obs, DeviceError> {
         self.plan_reuse = None;
         let shot = self.device().screenshot(&self.cancel).await?;
         Ok(self.record_shot(shot, purpose).await?.0)
     }
 
-    fn emit_observation(&self, obs: &Obs, screenshot: String, capture_ms: u32, purpose: ObservationPurpose) {
+    fn emit_observation(
+        &self,
+        obs: &Obs,
+        screenshot: String,
+        capture_ms: u32,
+        purpose: ObservationPurpose,
+    ) {
         self.bus.emit(AgentEvent::Observation {
             screenshot,
             width: obs.shot.image.width(),
@@ -127,8 +136,10 @@ impl Run {
         purpose: ObservationPurpose,
     ) -> Result<(Obs, String), DeviceError> {
         let key = Arc::as_ptr(&shot.image) as usize;
-        if matches!(purpose, ObservationPurpose::Plan | ObservationPurpose::Verify)
-            && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
+        if matches!(
+            purpose,
+            ObservationPurpose::Plan | ObservationPurpose::Verify
+        ) && self.pending_prepare.as_ref().is_none_or(|(k, _)| *k != key)
         {
             // Off the critical path: the resize + encode for the model (M6) overlaps the rest of
             // the capture, and for a verification frame the end of the step and the next
@@ -180,7 +191,10 @@ impl Run {
             change_from_previous,
         };
         self.emit_observation(&obs, hash.clone(), capture_ms, purpose);
-        if matches!(purpose, ObservationPurpose::Plan | ObservationPurpose::Verify) {
+        if matches!(
+            purpose,
+            ObservationPurpose::Plan | ObservationPurpose::Verify
+        ) {
             self.tail.push(obs.clone());
             if self.tail.len() > 3 {
                 self.tail.remove(0);

@@ -182,11 +182,13 @@ async fn buy(
             .iter()
             .any(|e| matches!(e, AgentEvent::FinishReview { .. }))
     );
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict: VerifierVerdict::Pass, .. }))
-    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::FinishVerifier {
+            verdict: VerifierVerdict::Pass,
+            ..
+        }
+    )));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,11 +56,13 @@ async fn buy_in_wary_mode_runs_irreversible_taps_only_after_confirmation() {
             .iter()
             .any(|e| matches!(e, AgentEvent::FinishReview { .. }))
     );
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::FinishVerifier { verdict: VerifierVerdict::Pass, .. }))
-    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::FinishVerifier {
+            verdict: VerifierVerdict::Pass,
+            ..
+        }
+    )));
     // Everything is in the store, in order.
     let run = h
         .store
@@ -221,9 +223,13 @@ async fn dialog_between_planning_and_dispatch_cancels_the_stale_tap() {
     let events = h.drain();
     assert_eq!(out.status, RunStatus::Succeeded, "{out:?}");
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::Freshness { outcome: FreshnessOutcome::Stale, .. })),
+        events.iter().any(|e| matches!(
+            e,
+            AgentEvent::Freshness {
+                outcome: FreshnessOutcome::Stale,
+                ..
+            }
+        )),
         "the tap planned before the dialog must be stale: {:?}",
         events
             .iter()
