@@ -95,7 +95,7 @@ export const catalogue: Record<string, string> = {
   wait: '等待', finish: '完成', 'finish (confirm)': '完成（确认）', ask: '提问', 'take over': '请你接管', note: '记录',
   launch: '打开', type: '输入', back: '返回', home: '主屏幕',
   // Ledger, run and mode words (History, Approvals).
-  gate: '闸门', approval: '批准请求', ask_user: '提问', take_over: '接管', auto_review: '替我审批', warn: '警告', needs_approval: '需要批准', approved: '已批准', rejected: '已拒绝', pending: '等待中', approve: '批准', reject: '拒绝', answer: '已回答', skip: '跳过', succeeded: '成功', cancelled: '已取消', running: '运行中', 'approve-for-me': '替我审批', wary: '谨慎', unknown: '未知', visual_review: '视觉复核', hand_back: '已交还', timed_out: '已超时', paused: '已暂停',
+  gate: '闸门', approval: '批准请求', ask_user: '提问', take_over: '接管', auto_review: '替我审批', warn: '警告', warned: '已警告', blocked_by_task_boundary: '超出任务范围，已拦下', interrupted: '已中断', expired: '已过期', needs_approval: '需要批准', approved: '已批准', rejected: '已拒绝', pending: '等待中', approve: '批准', reject: '拒绝', answer: '已回答', skip: '跳过', succeeded: '成功', cancelled: '已取消', running: '运行中', 'approve-for-me': '替我审批', wary: '谨慎', unknown: '未知', visual_review: '视觉复核', hand_back: '已交还', timed_out: '已超时', paused: '已暂停',
   waiting: '等待回答',
   // Timeline leads, access-mode hints, roles, demo scenarios and mirror notes (issue #14, 中文 pass).
   warning: '警告', 'finish rejected by a guard': '完成被守卫拒绝', 'finish rejected by the stale confirm': '完成被拒绝（确认已过期）',
