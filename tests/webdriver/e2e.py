@@ -627,9 +627,9 @@ def main():
         assert status == "succeeded", status
         assert truth(sim_port)["orders_placed"] == 1
 
-    def phone_by_address():
-        # SPEC D1 in the app: a phone on the network with no adb server (here a second virtual
-        # phone's adbd face, started by the CLI) is added by address, used, mirrored, forgotten.
+    def cli_phone_adbd():
+        """Start a second virtual phone with the CLI (`sim serve`, on the settings screen) and
+        return its adbd face's address (direct mode, no adb server)."""
         p = subprocess.Popen([os.environ["PHONEAGENT_CLI"], "sim", "serve", "--port", "0", "--adbd-port", "0",
                               "--scenario", "settings"], stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
         procs.append(p)
@@ -640,6 +640,12 @@ def main():
                 addr = m.group(1)
                 break
         assert addr, "the CLI's virtual phone did not print its adbd address"
+        return addr
+
+    def phone_by_address():
+        # SPEC D1 in the app: a phone on the network with no adb server (here a second virtual
+        # phone's adbd face, started by the CLI) is added by address, used, mirrored, forgotten.
+        addr = cli_phone_adbd()
         s.click("#nav-run")
         before = s.attr("#mirror-img", "src")
         s.type("#direct-addr", addr)
@@ -662,16 +668,7 @@ def main():
         # view shows two panels side by side — the selected phone's first (the view's ids), the
         # virtual phone's finished demo second (ids ending in -2) — each with its own mirror and
         # timeline.
-        p = subprocess.Popen([os.environ["PHONEAGENT_CLI"], "sim", "serve", "--port", "0", "--adbd-port", "0",
-                              "--scenario", "settings"], stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
-        procs.append(p)
-        addr = None
-        for _ in range(4):
-            m = re.search(r"adbd \(direct mode\) on (\S+)", p.stdout.readline())
-            if m:
-                addr = m.group(1)
-                break
-        assert addr, "the CLI's virtual phone did not print its adbd address"
+        addr = cli_phone_adbd()
         s.click("#nav-run")
         s.select("#demo-scenario", "0")
         s.click("#start-demo")
