@@ -6,55 +6,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use phoneagent_console::dto::{MirrorMessage, RequestKind, RunEnded, StartRunRequest};
-use phoneagent_console::events::event_names;
+use phoneagent_console::Console;
+use phoneagent_console::dto::{MirrorMessage, RequestKind, StartRunRequest};
 use phoneagent_console::settings::AppSettings;
-use phoneagent_console::{Console, ConsoleEvent};
+use phoneagent_protocol::AgentEvent;
 use phoneagent_protocol::RunStatus;
 use phoneagent_protocol::event::HumanResponse as AnswerInput;
-use phoneagent_protocol::{AgentEvent, EventEnvelope};
 use phoneagent_testkit::{ScriptEntry, ScriptedModel, ScriptedModelConfig};
-
-#[derive(Default)]
-struct Recorder {
-    events: Mutex<Vec<EventEnvelope>>,
-    ended: Mutex<Option<RunEnded>>,
-}
+use support::{Recorder, order_script};
 
 impl Recorder {
-    /// A recorder of what `console` pushes to the UI from now on (as the webview gets it).
-    fn follow(console: &Console) -> Arc<Self> {
-        let rec = Arc::new(Self::default());
-        let mut rx = console.subscribe();
-        let r = rec.clone();
-        tokio::spawn(async move {
-            while let Ok(ConsoleEvent { name, payload }) = rx.recv().await {
-                if name == event_names::AGENT_EVENT {
-                    let env: EventEnvelope = serde_json::from_value(payload).unwrap();
-                    r.events.lock().unwrap().push(env);
-                } else if name == event_names::RUN_ENDED {
-                    *r.ended.lock().unwrap() = Some(serde_json::from_value(payload).unwrap());
-                } else {
-                    panic!("an event the UI does not listen to: {name}");
-                }
-            }
-        });
-        rec
-    }
-
-    async fn wait<T>(&self, what: &str, f: impl Fn(&Self) -> Option<T>) -> T {
-        for _ in 0..400 {
-            if let Some(v) = f(self) {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("timed out waiting for {what}; events: {:?}", self.kinds());
-    }
     fn kinds(&self) -> Vec<&'static str> {
         self.events
             .lock()
@@ -112,21 +79,11 @@ async fn fixture(entries: Vec<ScriptEntry>) -> Fixture {
     }
 }
 
-fn order_script() -> Vec<ScriptEntry> {
-    vec![
-        ScriptEntry::text(
-            r#"do(action="Tap", element={{center:提交订单}}, target_description="提交订单")"#,
-        ),
-        ScriptEntry::text(r#"finish(message="Order submitted")"#),
-        ScriptEntry::text(r#"finish(message="Order submitted", confirm=True)"#),
-    ]
-}
-
 async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
     phoneagent_sim::client::reset_at(f.sim_addr, None, "checkout")
         .await
         .unwrap();
-    let rec = Recorder::follow(&f.state);
+    let rec = Recorder::follow(&f.state, Duration::from_secs(20));
     f.state
         .start_run(StartRunRequest {
             task: "提交订单".into(),
@@ -177,9 +134,7 @@ async fn run_hard(f: &Fixture, answer: AnswerInput) -> (Arc<Recorder>, u64) {
             .code,
         "unknown_request"
     );
-    let ended = rec
-        .wait("the run to end", |r| r.ended.lock().unwrap().clone())
-        .await;
+    let ended = rec.wait("the run to end", |r| r.last_ended()).await;
     assert!(!ended.run_id.is_empty(), "{ended:?}");
     let truth = phoneagent_sim::client::fetch_state_at(f.sim_addr, None)
         .await
@@ -428,11 +383,9 @@ async fn demo_runs_end_to_end_without_a_phone_or_a_model() {
     assert!(bad.message.contains("draft-mail"), "{}", bad.message);
 
     for mode in [None, Some("approve-for-me")] {
-        let rec = Recorder::follow(&state);
+        let rec = Recorder::follow(&state, Duration::from_secs(20));
         state.start_demo("buy", mode).await.unwrap();
-        let ended = rec
-            .wait("the demo to end", |r| r.ended.lock().unwrap().clone())
-            .await;
+        let ended = rec.wait("the demo to end", |r| r.last_ended()).await;
         assert_eq!(ended.status, RunStatus::Succeeded, "{mode:?}: {ended:?}");
         let started = rec
             .events
@@ -471,7 +424,7 @@ async fn an_ask_user_question_skipped_from_the_ui_is_accepted() {
         ScriptEntry::text(r#"finish(message="done", confirm=True)"#),
     ])
     .await;
-    let rec = Recorder::follow(&f.state);
+    let rec = Recorder::follow(&f.state, Duration::from_secs(20));
     f.state
         .start_run(StartRunRequest {
             task: "buy a shirt".into(),
@@ -493,9 +446,7 @@ async fn an_ask_user_question_skipped_from_the_ui_is_accepted() {
         )
         .await
         .unwrap();
-    let ended = rec
-        .wait("the run to end", |r| r.ended.lock().unwrap().clone())
-        .await;
+    let ended = rec.wait("the run to end", |r| r.last_ended()).await;
     assert!(!ended.run_id.is_empty(), "{ended:?}");
     assert!(rec.kinds().contains(&"human_resolved"), "{:?}", rec.kinds());
     assert!(f.state.active_run().is_none());

@@ -6,64 +6,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use phoneagent_console::Console;
 use phoneagent_console::dto::{MirrorMessage, RunEnded, StartRunRequest};
-use phoneagent_console::events::event_names;
 use phoneagent_console::settings::AppSettings;
-use phoneagent_console::{Console, ConsoleEvent};
 use phoneagent_protocol::event::HumanResponse;
-use phoneagent_protocol::{AgentEvent, EventEnvelope, RunStatus};
+use phoneagent_protocol::{AgentEvent, RunStatus};
 use phoneagent_sim::{SimConfig, SimServer};
-use phoneagent_testkit::{ScriptEntry, ScriptedModel, ScriptedModelConfig, SimTarget};
-
-/// What the console pushes to the UI, as the webview gets it.
-#[derive(Default)]
-struct Recorder {
-    events: Mutex<Vec<EventEnvelope>>,
-    ended: Mutex<Vec<RunEnded>>,
-}
+use phoneagent_testkit::{ScriptedModel, ScriptedModelConfig, SimTarget};
+use support::{Recorder, order_script};
 
 impl Recorder {
-    fn follow(console: &Console) -> Arc<Self> {
-        let rec = Arc::new(Self::default());
-        let mut rx = console.subscribe();
-        let r = rec.clone();
-        tokio::spawn(async move {
-            while let Ok(ConsoleEvent { name, payload }) = rx.recv().await {
-                if name == event_names::AGENT_EVENT {
-                    let env: EventEnvelope = serde_json::from_value(payload).unwrap();
-                    r.events.lock().unwrap().push(env);
-                } else if name == event_names::RUN_ENDED {
-                    r.ended
-                        .lock()
-                        .unwrap()
-                        .push(serde_json::from_value(payload).unwrap());
-                }
-            }
-        });
-        rec
-    }
-
-    async fn wait<T>(&self, what: &str, f: impl Fn(&Self) -> Option<T>) -> T {
-        for _ in 0..600 {
-            if let Some(v) = f(self) {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let kinds: Vec<(String, &'static str)> = self
-            .events
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|e| (e.run_id.clone(), e.event.kind()))
-            .collect();
-        panic!("timed out waiting for {what}; events: {kinds:?}");
-    }
-
     /// The run started on phone `serial` (from its `run_started` event).
     fn run_on(&self, serial: &str) -> Option<String> {
         self.events
@@ -112,16 +70,6 @@ impl Recorder {
             .find(|e| e.run_id == run_id)
             .cloned()
     }
-}
-
-fn order_script() -> Vec<ScriptEntry> {
-    vec![
-        ScriptEntry::text(
-            r#"do(action="Tap", element={{center:提交订单}}, target_description="提交订单")"#,
-        ),
-        ScriptEntry::text(r#"finish(message="Order submitted")"#),
-        ScriptEntry::text(r#"finish(message="Order submitted", confirm=True)"#),
-    ]
 }
 
 struct TwoPhones {
@@ -200,7 +148,7 @@ async fn two_phones_run_at_once_and_each_answer_reaches_its_run() {
     let c = &f.console;
     let [a, b] = f.serials.clone();
     let addr = f.addr.to_string();
-    let rec = Recorder::follow(c);
+    let rec = Recorder::follow(c, Duration::from_secs(30));
 
     // A run on each phone, started one after the other while the first one runs.
     c.select_device(addr.clone(), a.clone()).unwrap();
