@@ -389,12 +389,38 @@ pub async fn wait_for_device(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<()> {
+    poll_until_device(serial, timeout, cancel, || async {
+        Ok(match server.state_of(serial).await? {
+            Some(DeviceState::Device) => None,
+            Some(state) => Some(format!("listed as {state:?}")),
+            None => Some("not listed by the adb server".to_string()),
+        })
+    })
+    .await
+}
+
+/// Poll `probe` every 200 ms until it reports the phone back (`Ok(None)`), for at most
+/// `timeout` (SPEC D6). `Ok(Some(what))` says what was seen instead; an `Err` is remembered the
+/// same way and polling goes on (the link may be restarting).
+///
+/// # Errors
+/// [`DeviceError::Cancelled`] when `cancel` fires; [`DeviceError::DeviceLost`] naming `serial`
+/// and the last thing seen when `timeout` passes.
+pub(crate) async fn poll_until_device<F, Fut>(
+    serial: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+    mut probe: F,
+) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<String>>>,
+{
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let last = match server.state_of(serial).await {
-            Ok(Some(DeviceState::Device)) => return Ok(()),
-            Ok(Some(state)) => format!("listed as {state:?}"),
-            Ok(None) => "not listed by the adb server".to_string(),
+        let last = match probe().await {
+            Ok(None) => return Ok(()),
+            Ok(Some(seen)) => seen,
             Err(e) => e.to_string(),
         };
         let now = tokio::time::Instant::now();

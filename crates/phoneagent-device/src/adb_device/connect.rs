@@ -175,31 +175,15 @@ async fn wait_for_direct(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match d.state().await {
-            Ok(Some(DeviceState::Device)) => return Ok(()),
-            Ok(Some(s)) => format!("{s:?}").to_lowercase(),
-            Ok(None) => "not reachable".to_string(),
-            Err(e) => e.to_string(),
-        };
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            return Err(DeviceError::DeviceLost {
-                serial: d.serial(),
-                command: "wait_for_device".into(),
-                detail: format!(
-                    "did not come back within {} ms ({last}): reconnect the phone and unlock it",
-                    timeout.as_millis()
-                ),
-            });
-        }
-        let nap = Duration::from_millis(200).min(deadline - now);
-        tokio::select! {
-            () = cancel.cancelled() => return Err(DeviceError::Cancelled),
-            () = tokio::time::sleep(nap) => {}
-        }
-    }
+    let serial = d.serial();
+    server::poll_until_device(&serial, timeout, cancel, || async {
+        Ok(match d.state().await? {
+            Some(DeviceState::Device) => None,
+            Some(s) => Some(format!("{s:?}").to_lowercase()),
+            None => Some("not reachable".to_string()),
+        })
+    })
+    .await
 }
 
 /// How [`AdbDevice::connect`] finds the phone (SPEC D1): flags and environment, resolved.
