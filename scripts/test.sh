@@ -49,14 +49,7 @@ if [ "${SKIP_WEBDRIVER:-0}" = "1" ]; then
   echo "SKIP_WEBDRIVER=1: skipping the WebDriver tests"
 else
   step "desktop app: WebDriver end-to-end tests"
-  # KNOWN FAILING (issue #14, see README "Performance"): forty_steps_keep_up asserts that every
-  # event of a 40-step run reaches the Run view within 200 ms; measured 470-580 ms max on an idle
-  # 2-core machine (the page's main thread is busy 75-100% of the run). CI skips it until that
-  # holds; E2E_SKIP= (empty) runs it too. E2E_ONLY=a,b runs only the scenarios named.
-  if [ -z "${E2E_SKIP+x}" ]; then
-    export E2E_SKIP="forty_steps_keep_up"
-    echo "NOTE: skipping the known-failing WebDriver scenario forty_steps_keep_up (run it with E2E_SKIP=)"
-  fi
+  # E2E_SKIP=a,b skips the scenarios named; E2E_ONLY=a,b runs only those.
   bash scripts/webdriver.sh
 fi
 

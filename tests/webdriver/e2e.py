@@ -415,7 +415,8 @@ def main():
 
     def forty_steps_keep_up():
         # Issue #14 done-when: over a 40-step scripted run every event reaches the view within
-        # 200 ms of the backend stamping it.
+        # 200 ms of the backend stamping it, and the main thread does not block (measured by
+        # PROBE's 10 ms timer: how late it fired).
         reset(sim_port, "home")
         # Into the shop and back, 20 times: every step changes the screen (no loop guard).
         steps = [{"content": 'do(action="Tap", element={{center:商城}}, target_description="商城")'} if i % 2 == 0
@@ -443,14 +444,18 @@ def main():
             time.sleep(0.5)
         time.sleep(1)
         b = s.js(PROBE) or {}
-        status = wait_run_end(s, 60)
         lat = s.js("return window.__paLatency")
+        status = wait_run_end(s, 60)
         log(f"MEASURE longest main-thread block during a 40-step run with no WebDriver command: {b.get('max', 0):.0f} ms ({b.get('over50', 0)} blocks over 50 ms)")
         n_steps = len(s.find("#timeline-steps [data-step]")) + int(s.attr("#timeline-earlier", "data-hidden") or 0) if s.find("#timeline-earlier") else len(s.find("#timeline-steps [data-step]"))
-        log(f"MEASURE backend → view latency over a {n_steps}-step run: max {lat['max']} ms over {lat['n']} events")
+        log(f"MEASURE backend → view latency over a {n_steps}-step run: max {lat['max']} ms over {lat['n']} events (slowest: {lat.get('worst')})")
         assert status == "succeeded", status
         assert n_steps >= 40, n_steps
-        assert lat["max"] <= 200, f"an event reached the view {lat['max']} ms after the backend"
+        assert lat["max"] <= 200, f"an event reached the view {lat['max']} ms after the backend ({lat.get('worst')})"
+        # The target is no block over 50 ms; measured 40-60 ms on a 2-core machine with the
+        # virtual phone, model and app sharing it. 100 ms is the line a regression crosses (a
+        # blurred shadow around the mirror: 200-400 ms; one render per event: 100-300 ms).
+        assert b.get("max", 0) <= 100, f"the main thread blocked for {b.get('max', 0):.0f} ms"
 
     def click_on_mirror(label):
         """Click the element labelled `label` on the mirror (device px mapped to the image)."""

@@ -337,6 +337,12 @@ pub fn redact_json(value: &Value) -> Value {
     }
 }
 
+/// Compile the redaction rules now (see [`crate::warm_up`]).
+pub(crate) fn warm_up() {
+    let _ = rules();
+    let _ = pair_regex();
+}
+
 fn pair_regex() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
     RE.get_or_init(|| {

@@ -11,12 +11,16 @@ export function noteCost(kind: string, t0: number): void {
   if (d > (costs[kind] ?? 0)) costs[kind] = Math.round(d);
 }
 
-const latency = { max: 0, n: 0 };
+const latency = { max: 0, n: 0, worst: '' };
 (globalThis as unknown as { __paLatency: typeof latency }).__paLatency = latency;
 
-/** Record how long after the backend stamped it (`ts_ms`, wall clock) an event was in the view. */
-export function noteLatency(tsMs: number): void {
+/** Record how long after the backend stamped it (`ts_ms`, wall clock) an event of `kind` was in
+ *  the view (`worst`: the kind of the slowest). */
+export function noteLatency(tsMs: number, kind: string): void {
   const d = Date.now() - tsMs;
   latency.n += 1;
-  if (d > latency.max) latency.max = Math.round(d);
+  if (d > latency.max) {
+    latency.max = Math.round(d);
+    latency.worst = kind;
+  }
 }

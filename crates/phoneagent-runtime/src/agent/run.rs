@@ -48,6 +48,19 @@ impl Agent {
     }
 }
 
+/// Build the gate's lexicons and the redaction rules once per process on a thread of their own,
+/// while the first screenshot and model call run, not inside the first gated action on the async
+/// worker that also forwards the run's events (issue #14: 170-250 ms in a debug build, and every
+/// event behind it waited).
+fn warm_up_gate() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("gate-warm-up".into())
+            .spawn(phoneagent_safety::warm_up);
+    });
+}
+
 impl Run {
     /// Record the run's start and emit its opening events (the caller holds the busy flag).
     pub(super) fn open(
@@ -55,6 +68,7 @@ impl Run {
         task: &str,
         cancel: CancellationToken,
     ) -> Result<Self, RuntimeError> {
+        warm_up_gate();
         let run_id = uuid::Uuid::new_v4().to_string();
         let bus = EventBus::new(
             run_id.clone(),
