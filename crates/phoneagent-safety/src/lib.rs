@@ -54,7 +54,7 @@ pub use phoneagent_protocol::{AccessMode, RiskTier, ScreenReading};
 
 /// Build the process-wide built-in gate (its lexicons) and the redaction rules now, on the
 /// calling thread, instead of inside the first gated action (issue #14: that first build took
-/// about 250 ms in a debug build on the async worker that runs the task, and every event behind
+/// about 280 ms in a debug build on the async worker that runs the task, and every event behind
 /// it waited). Idempotent and cheap once done; call it from a blocking thread at a run's start.
 pub fn warm_up() {
     let _ = classify::builtin();

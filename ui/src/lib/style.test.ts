@@ -18,7 +18,7 @@ function declarations(src: string): Array<{ prop: string; value: string }> {
 }
 
 /** The blur radius of each comma-separated shadow in `value` (0 when it has none). */
-export function blurRadii(value: string): number[] {
+function blurRadii(value: string): number[] {
   if (value === 'none') return [];
   return value.split(/,(?![^(]*\))/).map((shadow) => {
     const lengths = shadow.replace(/rgba?\([^)]*\)|#[0-9a-f]+|\binset\b|var\([^)]*\)/gi, ' ').trim().split(/\s+/).filter((x) => /^-?[\d.]+(px)?$/.test(x));

@@ -50,7 +50,7 @@ impl Agent {
 
 /// Build the gate's lexicons and the redaction rules once per process on a thread of their own,
 /// while the first screenshot and model call run, not inside the first gated action on the async
-/// worker that also forwards the run's events (issue #14: 170-250 ms in a debug build, and every
+/// worker that also forwards the run's events (issue #14: about 280 ms in a debug build, and every
 /// event behind it waited).
 fn warm_up_gate() {
     static STARTED: std::sync::Once = std::sync::Once::new();
