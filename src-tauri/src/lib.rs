@@ -74,6 +74,12 @@ pub fn run() {
             std::process::exit(1);
         }
     };
+    // The virtual phone runs in its own process (this binary again, see `main`), so its
+    // rendering and video encoder are not the app's memory (issue #14).
+    match phoneagent_console::virtual_phone::VirtualPhoneProcess::this_binary() {
+        Ok(p) => state.set_virtual_phone_process(p),
+        Err(e) => tracing::warn!("the virtual phone will run inside the app: {e}"),
+    }
     let result = tauri::Builder::default()
         .setup(move |app| {
             forward_events(app.handle().clone(), &state);

@@ -2,6 +2,10 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    // Started as the app's virtual phone (its own process, issue #14): serve it and end.
+    if let Some(code) = phoneagent_console::virtual_phone::run_child_if_asked() {
+        std::process::exit(code);
+    }
     // WebKitGTK's DMA-BUF renderer keeps a GPU-style buffer pipeline in the web process: about
     // 100 MB more (PSS 209 → 112 MB measured under Xvfb) for a UI that shows a few images, and
     // the renderer behind most Linux "blank window" reports. Off unless the user chose: WebKit

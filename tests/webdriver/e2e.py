@@ -51,10 +51,15 @@ ORDER_SCRIPT = [
 ]
 
 
+VIRTUAL_PHONE_FLAG = "--phoneagent-virtual-phone"
+
+
 def tree_mem_kb(root_exe):
     """Memory (kB) of the app process and its descendants (WebKit's web/network processes):
     (PSS summed — each shared page counted once across them — and RSS summed, which counts the
-    shared libraries once per process)."""
+    shared libraries once per process), and apart from them the PSS of the in-app virtual
+    phone's own process (the app binary started with VIRTUAL_PHONE_FLAG: a real phone's screen
+    and video encoder are not on the computer either)."""
     procs_ = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -66,27 +71,35 @@ def tree_mem_kb(root_exe):
                 rss = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
             with open(f"/proc/{pid}/smaps_rollup") as f:
                 pss = next((int(l.split()[1]) for l in f if l.startswith("Pss:")), 0)
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
             exe = os.readlink(f"/proc/{pid}/exe")
         except (OSError, ValueError, StopIteration):
             continue
-        procs_[int(pid)] = (ppid, rss, pss, exe)
-    roots = [p for p, (_, _, _, exe) in procs_.items() if os.path.realpath(exe) == os.path.realpath(root_exe)]
-    rss_total, pss_total, todo = 0, 0, list(roots)
+        phone = VIRTUAL_PHONE_FLAG.encode() in args
+        procs_[int(pid)] = (ppid, rss, pss, exe, phone)
+    roots = [p for p, (_, _, _, exe, phone) in procs_.items()
+             if os.path.realpath(exe) == os.path.realpath(root_exe) and not phone]
+    rss_total, pss_total, phone_pss, todo = 0, 0, 0, list(roots)
     per = {}
     while todo:
         p = todo.pop()
+        if procs_[p][4]:
+            phone_pss += procs_[p][2]
+            continue
         rss_total += procs_[p][1]
         pss_total += procs_[p][2]
         name = os.path.basename(procs_[p][3])
         per[name] = per.get(name, 0) + procs_[p][2]
-        todo.extend(c for c, (pp, _, _, _) in procs_.items() if pp == p)
-    return pss_total, rss_total, per
+        todo.extend(c for c, (pp, *_rest) in procs_.items() if pp == p)
+    return pss_total, rss_total, per, phone_pss
 
 
 def mem_line():
-    pss, rss, per = tree_mem_kb(APP)
+    pss, rss, per, phone = tree_mem_kb(APP)
     parts = ", ".join(f"{n} {kb / 1024:.0f}" for n, kb in sorted(per.items(), key=lambda x: -x[1]))
-    return f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB; PSS MB by process: {parts})"
+    return (f"PSS {pss / 1024:.0f} MB (RSS summed {rss / 1024:.0f} MB; PSS MB by process: {parts}; "
+            f"the virtual phone's own process: PSS {phone / 1024:.0f} MB)")
 
 
 def shot(s, name):

@@ -55,6 +55,10 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // Started as `phoneagent web`'s virtual phone (its own process): serve it and end.
+    if let Some(code) = phoneagent_console::virtual_phone::run_child_if_asked() {
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     cmd::init_tracing(&cli.global);
     let rt = match tokio::runtime::Builder::new_multi_thread()

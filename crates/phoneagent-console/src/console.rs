@@ -11,7 +11,6 @@ use phoneagent_device::AdbDevice;
 use phoneagent_device::direct::DirectLink;
 use phoneagent_llm::KeyStore;
 use phoneagent_runtime::{Lang, Session};
-use phoneagent_sim::SimServer;
 use phoneagent_store::Store;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -54,8 +53,11 @@ pub struct Console {
     pub(crate) keys: KeyStore,
     pub(crate) db_path: PathBuf,
     pub(crate) export_dir: PathBuf,
-    pub(crate) sim: tokio::sync::Mutex<Option<SimServer>>,
+    /// The virtual phone when it was started ([`crate::virtual_phone`]).
+    pub(crate) sim: tokio::sync::Mutex<Option<crate::virtual_phone::VirtualPhoneHost>>,
     pub(crate) sim_port: u16,
+    /// How to start the virtual phone in its own process (`None`: in this process).
+    pub(crate) sim_process: Mutex<Option<crate::virtual_phone::VirtualPhoneProcess>>,
     pub(crate) selected: Mutex<Option<SelectedDevice>>,
     /// One runtime session per phone (serial → the session of the last run started on it;
     /// runs go through it, SPEC A7): phones run at once, one run per phone.
@@ -112,6 +114,7 @@ impl Console {
             export_dir,
             sim: tokio::sync::Mutex::new(None),
             sim_port,
+            sim_process: Mutex::new(None),
             selected: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             mirrors: Mutex::new(HashMap::new()),
@@ -160,6 +163,19 @@ impl Console {
         AppSettings::load(&self.store)
             .map(|s| settings_lang(&s))
             .unwrap_or(Lang::En)
+    }
+
+    /// Run the virtual phone in its own process started as `process` describes (the front
+    /// end's binary must call [`crate::virtual_phone::run_child_if_asked`] first in `main`),
+    /// from the next start of the phone on. Without this it runs in this process.
+    pub fn set_virtual_phone_process(&self, process: crate::virtual_phone::VirtualPhoneProcess) {
+        *lock(&self.sim_process) = Some(process);
+    }
+
+    /// The process id of the virtual phone's own process while one runs (issue #14: its memory
+    /// is reported apart from the app's).
+    pub async fn virtual_phone_pid(&self) -> Option<u32> {
+        self.sim.lock().await.as_ref().and_then(|s| s.child_pid())
     }
 
     /// The directory next to the database, where `approval-policy.toml` is looked up.

@@ -15,7 +15,6 @@ use phoneagent_device::{
 };
 use phoneagent_protocol::DevicePoint;
 use phoneagent_protocol::event::HumanRequestKind;
-use phoneagent_sim::{SimConfig, SimServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::console::{Console, lock};
@@ -198,10 +197,11 @@ impl Console {
     }
 
     async fn sim_addr(&self) -> Option<VirtualPhone> {
-        let sim = self.sim.lock().await;
-        sim.as_ref().map(|s| VirtualPhone {
+        let mut sim = self.sim.lock().await;
+        let s = sim.as_mut()?;
+        s.is_running().then(|| VirtualPhone {
             adb_addr: format!("127.0.0.1:{}", s.port()),
-            serial: s.serials().into_iter().next().unwrap_or_default(),
+            serial: s.serial(),
         })
     }
 
@@ -406,15 +406,20 @@ impl Console {
     pub async fn start_virtual_phone(&self) -> AppResult<VirtualPhone> {
         {
             let mut sim = self.sim.lock().await;
-            if sim.is_none() {
-                let server = SimServer::start(SimConfig::default(), self.sim_port)
-                    .await
-                    .map_err(|e| {
-                        AppError::coded(
-                            phoneagent_protocol::ErrorCode::Config,
-                            format!("could not start the virtual phone: {e}"),
-                        )
-                    })?;
+            // Started once; again when its process ended.
+            if !sim.as_mut().is_some_and(|s| s.is_running()) {
+                let process = lock(&self.sim_process).clone();
+                let server = crate::virtual_phone::VirtualPhoneHost::start(
+                    process.as_ref(),
+                    self.sim_port,
+                )
+                .await
+                .map_err(|e| {
+                    AppError::coded(
+                        phoneagent_protocol::ErrorCode::Config,
+                        format!("could not start the virtual phone: {e}"),
+                    )
+                })?;
                 *sim = Some(server);
             }
         }

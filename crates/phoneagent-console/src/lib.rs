@@ -49,6 +49,7 @@ pub mod notify;
 pub mod runs;
 pub mod sessions;
 pub mod settings;
+pub mod virtual_phone;
 
 pub use console::Console;
 pub use error::{AppError, AppResult};

@@ -182,10 +182,12 @@ impl Console {
         self.check_idle(&phone.serial)?;
         {
             let sim = self.sim.lock().await;
-            if let Some(p) = sim.as_ref().and_then(|s| s.phone(&phone.serial)) {
-                p.reset(scenario.start_screen).map_err(|e| {
-                    AppError::internal(format!("cannot reset the virtual phone: {e}"))
-                })?;
+            if let Some(s) = sim.as_ref() {
+                s.reset(&phone.serial, scenario.start_screen)
+                    .await
+                    .map_err(|e| {
+                        AppError::internal(format!("cannot reset the virtual phone: {e}"))
+                    })?;
             }
         }
         let sim_port: u16 = phone

@@ -204,6 +204,10 @@ pub async fn web(_g: &Global, a: WebArgs) -> anyhow::Result<u8> {
         phoneagent_console::console::default_export_dir(&db_path),
     )
     .map_err(|e| anyhow::anyhow!("cannot open the data store: {}", e.message))?;
+    // The virtual phone in its own process (this binary again: `main` serves it first thing).
+    if let Ok(p) = phoneagent_console::virtual_phone::VirtualPhoneProcess::this_binary() {
+        console.set_virtual_phone_process(p);
+    }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
