@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests of `phoneagent web` (SPEC C3): headless Chromium driven over W3C WebDriver
 # (chromedriver; apt packages chromium chromium-driver, see scripts/install-deps.sh) against the
-# console's in-process virtual phone and the scripted model server (tests/web/e2e.py).
+# console's virtual phone (its own process) and the scripted model server (tests/web/e2e.py).
 # Needs a built ui/dist (`cd ui && npm ci && npm run build`; built here when missing).
 # PHONEAGENT and SCRIPTED_MODEL may point at already built binaries.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Browser tests of `phoneagent web` (SPEC C3, issue #13 item 3) in headless Chromium over W3C
-WebDriver (chromedriver), against the console's in-process virtual phone and the scripted model.
+WebDriver (chromedriver), against the console's virtual phone (its own process) and the scripted model.
 
 Run by scripts/web-e2e.sh. Environment:
   PHONEAGENT       the phoneagent CLI binary
