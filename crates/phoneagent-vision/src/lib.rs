@@ -44,11 +44,29 @@ pub use mark::{crop_around, mark_point};
 /// The languages every line is read with by default: Simplified Chinese and English.
 pub const DEFAULT_LANGUAGES: &[&str] = &["chi_sim", "eng"];
 /// The languages a line is read again with when the first reading is unsure (confidence below
-/// [`FALLBACK_BELOW_CONF`]): Traditional Chinese. Reading every line with all three at once
+/// [`FALLBACK_BELOW_CONF`]) and Chinese (at least [`FALLBACK_MIN_HAN`] Han characters):
+/// Traditional Chinese. Their engine is loaded the first time a line needs it (about 40 MB
+/// that a phone in Simplified Chinese or English never uses, issue #14). Reading every line with all three at once
 /// is slower and turns Simplified labels into Traditional look-alikes.
 pub const DEFAULT_FALLBACK_LANGUAGES: &[&str] = &["chi_tra"];
 /// Mean word confidence (0..=100) under which a line is read again with the fallback languages.
 pub const FALLBACK_BELOW_CONF: i32 = 80;
+/// Han characters the first reading must hold for the fallback to be tried: a line of
+/// Traditional Chinese read by the Simplified model still comes out as Han characters, while
+/// an icon read as `|` or `《一` is noise no language reads better.
+pub const FALLBACK_MIN_HAN: usize = 2;
+
+/// True when `text` is Chinese enough to be read again with the fallback languages
+/// ([`FALLBACK_MIN_HAN`] Han characters or more).
+pub fn wants_fallback(text: &str) -> bool {
+    text.chars()
+        .filter(|c| {
+            matches!(*c as u32,
+                0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FFFF)
+        })
+        .count()
+        >= FALLBACK_MIN_HAN
+}
 /// Readings under this mean confidence (0..=100) are dropped as noise (an icon read as a letter).
 pub const MIN_CONF: i32 = 30;
 
@@ -213,8 +231,12 @@ fn engine_version() -> String {
 pub struct ScreenReader {
     #[cfg(feature = "tesseract")]
     engine: ocr::Engine,
+    /// The fallback languages' engine, loaded when a line first needs it (`None` inside: it
+    /// failed to load, logged once).
     #[cfg(feature = "tesseract")]
-    fallback: Option<ocr::Engine>,
+    fallback: std::sync::OnceLock<Option<ocr::Engine>>,
+    #[cfg(feature = "tesseract")]
+    tessdata: PathBuf,
     status: VisionStatus,
     cfg: ReaderConfig,
     label: String,
@@ -255,13 +277,8 @@ impl ScreenReader {
             let dir = ocr::find_tessdata(cfg.tessdata_dir.as_deref(), &all_languages(&cfg))?;
             let langs = cfg.languages.join("+");
             let engine = ocr::Engine::new(&dir, &langs)?;
-            let fallback = if cfg.fallback_languages.is_empty() {
-                None
-            } else {
-                Some(ocr::Engine::new(&dir, &cfg.fallback_languages.join("+"))?)
-            };
             let status = status_for(&ReaderConfig {
-                tessdata_dir: Some(dir),
+                tessdata_dir: Some(dir.clone()),
                 ..cfg.clone()
             });
             let label = if cfg.fallback_languages.is_empty() {
@@ -275,7 +292,8 @@ impl ScreenReader {
             };
             Ok(ScreenReader {
                 engine,
-                fallback,
+                fallback: std::sync::OnceLock::new(),
+                tessdata: dir,
                 status,
                 cfg,
                 label,
@@ -319,6 +337,35 @@ impl ScreenReader {
         read::screen_text(img, point, max_lines, &mut ocr)
     }
 
+    /// The fallback languages' engine, loaded on first use (~0.3 s).
+    #[cfg(feature = "tesseract")]
+    fn fallback_engine(&self) -> Option<&ocr::Engine> {
+        self.fallback
+            .get_or_init(|| {
+                let langs = self.cfg.fallback_languages.join("+");
+                match ocr::Engine::new(&self.tessdata, &langs) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        tracing::warn!("unsure lines are not read again with {langs}: {e}");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// Whether the fallback languages' engine has been loaded (it is loaded on first need).
+    pub fn fallback_loaded(&self) -> bool {
+        #[cfg(feature = "tesseract")]
+        {
+            self.fallback.get().is_some_and(Option::is_some)
+        }
+        #[cfg(not(feature = "tesseract"))]
+        {
+            false
+        }
+    }
+
     /// OCR one line in box `r` (px) drawn on background `bg`; `None` when it holds no text.
     pub fn ocr_line(
         &self,
@@ -330,8 +377,11 @@ impl ScreenReader {
         {
             let g = ocr::prepare_crop(img, r, bg);
             let mut best = self.engine.read_line(&g).map(|(t, c)| (ocr::tidy(&t), c));
-            if let Some(fb) = &self.fallback
-                && best.as_ref().is_none_or(|(_, c)| *c < FALLBACK_BELOW_CONF)
+            if !self.cfg.fallback_languages.is_empty()
+                && best
+                    .as_ref()
+                    .is_some_and(|(t, c)| *c < FALLBACK_BELOW_CONF && wants_fallback(t))
+                && let Some(fb) = self.fallback_engine()
                 && let Some((t, c)) = fb.read_line(&g)
                 && best.as_ref().is_none_or(|(_, bc)| c > *bc)
             {
@@ -351,6 +401,18 @@ impl ScreenReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_chinese_lines_are_read_again() {
+        assert!(wants_fallback("確認付款"));
+        assert!(wants_fallback("#25/月立即开通"));
+        assert!(wants_fallback("付款"));
+        assert!(!wants_fallback("《一"));
+        assert!(!wants_fallback("|"));
+        assert!(!wants_fallback(""));
+        assert!(!wants_fallback("Place order"));
+        assert!(wants_fallback("𠀀𠀁"), "Han extension B counts");
+    }
 
     #[test]
     fn a_bad_language_list_is_a_config_error() {

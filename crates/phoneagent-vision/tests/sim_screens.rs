@@ -177,3 +177,30 @@ fn real_app_like_renders() {
         assert!(!failures.iter().any(|f| f.contains(must)), "{failures:#?}");
     }
 }
+
+/// Issue #14: the Traditional Chinese engine is loaded only when a Chinese line is unsure. The
+/// virtual phone's purchase (product → checkout → payment sheet) never needs it, and a reader
+/// that did not load it still reads the real-app-like Traditional render.
+#[tokio::test]
+async fn the_fallback_engine_loads_only_when_a_chinese_line_needs_it() {
+    let reader = ScreenReader::new(ReaderConfig::default()).unwrap();
+    let phone = Phone::start().await.unwrap();
+    for (screen, element, want) in [
+        ("checkout", "checkout.submit", "提交订单"),
+        ("payment", "pay.confirm", "确认支付"),
+    ] {
+        let f = phone.frame_after(screen, &[]).await.unwrap();
+        let r = reader.read(&f.image, f.center(element), ReadPurpose::Tap);
+        assert!(has(&r.target_text, want), "{r:#?}");
+    }
+    assert!(
+        !reader.fallback_loaded(),
+        "the purchase screens loaded the Traditional Chinese engine"
+    );
+    let hant = support::synth::cases()
+        .into_iter()
+        .find(|c| c.name.contains("zh_hant_confirm_pay"))
+        .expect("the Traditional render");
+    let r = reader.read(&hant.image, hant.point, ReadPurpose::Tap);
+    assert!(has(&r.target_text, &hant.expect), "{r:#?}");
+}
