@@ -25,7 +25,11 @@ fn gone_within(pid: u32, limit: Duration) -> bool {
         // A zombie (exited, not yet reaped) counts as gone.
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => return true,
-            Ok(s) if s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')) => {
+            Ok(s)
+                if s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+            {
                 return true;
             }
             Ok(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -60,7 +64,11 @@ async fn a_demo_runs_on_the_virtual_phone_in_its_own_process_which_ends_with_the
         .await
         .expect("the phone runs in a child process");
     assert_ne!(pid, std::process::id());
-    assert!(cmdline(pid).iter().any(|a| a == CHILD_FLAG), "{:?}", cmdline(pid));
+    assert!(
+        cmdline(pid).iter().any(|a| a == CHILD_FLAG),
+        "{:?}",
+        cmdline(pid)
+    );
     let port: u16 = phone.adb_addr.rsplit(':').next().unwrap().parse().unwrap();
 
     // The console lists it and a demo places its order on it (the phone's own ground truth).
@@ -78,7 +86,10 @@ async fn a_demo_runs_on_the_virtual_phone_in_its_own_process_which_ends_with_the
         if let Some(r) = runs.first().filter(|r| r.status != RunStatus::Running) {
             break r.status;
         }
-        assert!(t0.elapsed() < Duration::from_secs(120), "the demo did not end");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the demo did not end"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(status, RunStatus::Succeeded);

@@ -409,17 +409,15 @@ impl Console {
             // Started once; again when its process ended.
             if !sim.as_mut().is_some_and(|s| s.is_running()) {
                 let process = lock(&self.sim_process).clone();
-                let server = crate::virtual_phone::VirtualPhoneHost::start(
-                    process.as_ref(),
-                    self.sim_port,
-                )
-                .await
-                .map_err(|e| {
-                    AppError::coded(
-                        phoneagent_protocol::ErrorCode::Config,
-                        format!("could not start the virtual phone: {e}"),
-                    )
-                })?;
+                let server =
+                    crate::virtual_phone::VirtualPhoneHost::start(process.as_ref(), self.sim_port)
+                        .await
+                        .map_err(|e| {
+                            AppError::coded(
+                                phoneagent_protocol::ErrorCode::Config,
+                                format!("could not start the virtual phone: {e}"),
+                            )
+                        })?;
                 *sim = Some(server);
             }
         }
