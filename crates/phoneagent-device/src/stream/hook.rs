@@ -51,10 +51,14 @@ struct LastAction {
     caught_up: bool,
 }
 
-/// A frame already turned into a [`Screenshot`] (PNG encoded once per distinct frame).
+/// A frame already turned into a [`Screenshot`] (PNG encoded once per distinct frame). The
+/// frame itself is held weakly: once the stream and the runtime let go of it this cache must
+/// not keep its 10 MB alive (a 1080×2400 RGBA frame; issue #14), and a frame nobody holds can
+/// never be handed out again.
 struct Encoded {
-    image: Arc<image::RgbaImage>,
-    shot: Screenshot,
+    image: std::sync::Weak<image::RgbaImage>,
+    png: bytes::Bytes,
+    blocked: bool,
 }
 
 /// Per-device stream state.
@@ -185,12 +189,17 @@ impl StreamState {
     /// reuses it; host CPU, off the async threads).
     async fn to_screenshot(&self, f: super::LiveFrame, t0: Instant) -> Option<Screenshot> {
         let capture_ms = t0.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
-        if let Some(e) = self.encoded.lock().ok().and_then(|g| {
+        if let Some((png, blocked)) = self.encoded.lock().ok().and_then(|g| {
             g.as_ref()
-                .filter(|e| Arc::ptr_eq(&e.image, &f.image))
-                .map(|e| e.shot.clone())
+                .filter(|e| e.image.upgrade().is_some_and(|i| Arc::ptr_eq(&i, &f.image)))
+                .map(|e| (e.png.clone(), e.blocked))
         }) {
-            return Some(Screenshot { capture_ms, ..e });
+            return Some(Screenshot {
+                png,
+                image: f.image,
+                blocked,
+                capture_ms,
+            });
         }
         let image = f.image.clone();
         let (png, blocked) = tokio::task::spawn_blocking(move || {
@@ -208,8 +217,9 @@ impl StreamState {
         };
         if let Ok(mut g) = self.encoded.lock() {
             *g = Some(Encoded {
-                image: f.image,
-                shot: shot.clone(),
+                image: Arc::downgrade(&f.image),
+                png: shot.png.clone(),
+                blocked,
             });
         }
         Some(shot)
@@ -423,5 +433,54 @@ impl StreamState {
             .session
             .clone()
             .filter(|s| s.is_alive())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn frame(seq: u64, shade: u8) -> super::super::LiveFrame {
+        super::super::LiveFrame {
+            image: Arc::new(image::RgbaImage::from_pixel(
+                64,
+                48,
+                image::Rgba([shade, shade, shade, 255]),
+            )),
+            at: Instant::now(),
+            seq,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_same_frame_reuses_its_png_and_a_replaced_frame_is_not_kept_alive() {
+        let state = StreamState::default();
+        let a = frame(1, 200);
+        let first = state
+            .to_screenshot(a.clone(), Instant::now())
+            .await
+            .unwrap();
+        let again = state
+            .to_screenshot(a.clone(), Instant::now())
+            .await
+            .unwrap();
+        assert_eq!(first.png.as_ptr(), again.png.as_ptr(), "encoded once");
+        assert!(Arc::ptr_eq(&first.image, &a.image));
+        // The stream moved on: once everybody else let go of frame 1, the cache must not hold
+        // its pixels.
+        let weak = Arc::downgrade(&a.image);
+        drop((first, again, a));
+        assert!(
+            weak.upgrade().is_none(),
+            "the screenshot cache kept a replaced frame alive"
+        );
+        let b = frame(2, 30);
+        let shot = state
+            .to_screenshot(b.clone(), Instant::now())
+            .await
+            .unwrap();
+        assert!(Arc::ptr_eq(&shot.image, &b.image));
+        assert!(!shot.blocked || crate::frame::is_blank(&b.image));
     }
 }
