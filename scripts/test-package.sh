@@ -18,6 +18,13 @@ BIN="$(dpkg -L "$PKG" | grep -E '^/usr/bin/' | head -1)"
 DESKTOP="$(dpkg -L "$PKG" | grep -E '\.desktop$' | head -1)"
 [ -x "$BIN" ] || { echo "FAIL: the package installs no program in /usr/bin"; exit 1; }
 [ -n "$DESKTOP" ] && grep -q "^Exec=" "$DESKTOP" || { echo "FAIL: no desktop entry"; exit 1; }
+# The installed binary is also the virtual phone's own process (issue #14): started with the
+# flag it listens, says so on one line and ends when its stdin closes (here: at once).
+READY="$(timeout 30 "$BIN" --phoneagent-virtual-phone 0 </dev/null | head -1)"
+case "$READY" in
+  "phoneagent-virtual-phone "[0-9]*" "*) echo "the installed binary serves the virtual phone: $READY" ;;
+  *) echo "FAIL: $BIN --phoneagent-virtual-phone 0 printed ${READY:-nothing}, not its ready line"; exit 1 ;;
+esac
 dpkg -L "$PKG" | grep -q '/icons/' || { echo "FAIL: no icons"; exit 1; }
 echo "installed $BIN and $DESKTOP"
 # Start it on a private X display, D-Bus session and data directory.
