@@ -12,6 +12,16 @@
 //! DEL, and the bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E,
 //! U+2066–U+2069). Line breaks (`\n`, `\r\n`, `\r`, U+2028, U+2029) become a space in
 //! [`inert_line`] and `\n` in [`inert_block`]; a tab becomes a space.
+//!
+//! Also [`is_han`], the one test of "a Chinese character" that redaction and the gate's screen
+//! reading share.
+
+/// True for a Han ideograph: the CJK Unified Ideographs (U+4E00–U+9FFF), Extension A
+/// (U+3400–U+4DBF), the Compatibility Ideographs (U+F900–U+FAFF) and the supplementary planes'
+/// ideographs (U+20000–U+2FFFF). Kana, hangul and punctuation are not Han.
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FFFF)
+}
 
 /// `s` as one inert line: no control characters, no escape sequences, no line breaks
 /// (each becomes a space), no bidi overrides. Printable text, CJK and emoji are kept as is.

@@ -17,6 +17,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use phoneagent_protocol::text::is_han;
 use phoneagent_protocol::{Action, ActionKind, AgentEvent};
 use sha2::{Digest, Sha256};
 
@@ -446,10 +447,6 @@ fn is_sentence_stop(c: char) -> bool {
             | '“'
             | '”'
     )
-}
-
-fn is_han(c: char) -> bool {
-    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FFFF)
 }
 
 /// True when `tok` is only a credential word (and a separator): "password:", "密码是".

@@ -46,8 +46,8 @@ pub const DEFAULT_LANGUAGES: &[&str] = &["chi_sim", "eng"];
 /// The languages a line is read again with when the first reading is unsure (confidence below
 /// [`FALLBACK_BELOW_CONF`]) and Chinese (at least [`FALLBACK_MIN_HAN`] Han characters):
 /// Traditional Chinese. Their engine is loaded the first time a line needs it (about 40 MB
-/// that a phone in Simplified Chinese or English never uses, issue #14). Reading every line with all three at once
-/// is slower and turns Simplified labels into Traditional look-alikes.
+/// that a phone in Simplified Chinese or English never uses, issue #14). Reading every line
+/// with all three at once is slower and turns Simplified labels into Traditional look-alikes.
 pub const DEFAULT_FALLBACK_LANGUAGES: &[&str] = &["chi_tra"];
 /// Mean word confidence (0..=100) under which a line is read again with the fallback languages.
 pub const FALLBACK_BELOW_CONF: i32 = 80;
@@ -60,10 +60,7 @@ pub const FALLBACK_MIN_HAN: usize = 2;
 /// ([`FALLBACK_MIN_HAN`] Han characters or more).
 pub fn wants_fallback(text: &str) -> bool {
     text.chars()
-        .filter(|c| {
-            matches!(*c as u32,
-                0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FFFF)
-        })
+        .filter(|c| phoneagent_protocol::text::is_han(*c))
         .count()
         >= FALLBACK_MIN_HAN
 }
