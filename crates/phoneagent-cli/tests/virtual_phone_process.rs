@@ -54,10 +54,7 @@ async fn a_demo_runs_on_the_virtual_phone_in_its_own_process_which_ends_with_the
         dir.path().join("exports"),
     )
     .unwrap();
-    console.set_virtual_phone_process(VirtualPhoneProcess {
-        program: exe(),
-        args: vec![],
-    });
+    console.set_virtual_phone_process(VirtualPhoneProcess { program: exe() });
     let phone = console.start_virtual_phone().await.unwrap();
     let pid = console
         .virtual_phone_pid()

@@ -13,7 +13,6 @@
 //! once it listens, and exits when its stdin closes (the console dropped it, or the app died
 //! in any way), so no phone is left behind.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -31,15 +30,12 @@ const READY: &str = "phoneagent-virtual-phone";
 /// How long the child may take to listen (it loads a CJK font first: ~0.1–0.5 s).
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// How to start the virtual phone's process: `program` with `args` (then [`CHILD_FLAG`] and the
-/// port are appended).
+/// How to start the virtual phone's process: `program` [`CHILD_FLAG`] `PORT`, where `program`
+/// calls [`run_child_if_asked`] first thing in `main`.
 #[derive(Debug, Clone)]
 pub struct VirtualPhoneProcess {
     /// The binary (the front end's own, `std::env::current_exe()`).
     pub program: PathBuf,
-    /// Arguments before [`CHILD_FLAG`] (none for a binary that calls [`run_child_if_asked`]
-    /// first thing in `main`).
-    pub args: Vec<OsString>,
 }
 
 impl VirtualPhoneProcess {
@@ -50,7 +46,6 @@ impl VirtualPhoneProcess {
     pub fn this_binary() -> std::io::Result<Self> {
         Ok(Self {
             program: std::env::current_exe()?,
-            args: vec![],
         })
     }
 }
@@ -143,7 +138,6 @@ impl VirtualPhoneHost {
                 .map_err(|e| e.to_string());
         };
         let mut child = tokio::process::Command::new(&p.program)
-            .args(&p.args)
             .arg(CHILD_FLAG)
             .arg(port.to_string())
             .stdin(Stdio::piped())
