@@ -5,12 +5,16 @@
 //!
 //! ```text
 //! boundary := NEGATOR  GAP  EFFECT
+//!           | EFFECT  AFTER_GAP  NEGATOR_AFTER
 //! NEGATOR  := lexicon category `negation`  (不要 别 不许 没让你 不(买|付|发…) / don't never no without …)
 //! GAP      := at most GAP_CJK_CHARS Chinese characters and at most one English word that is not
 //!             glue (modal, quantifier, pronoun, article, auxiliary: "any", "actually", "go
 //!             ahead and", "the", "to", "a"…), no clause punctuation, no scope break (category
 //!             `scope_break`: but, then, 然后, 而是)
 //! EFFECT   := an irreversible object, a commit phrase or a task effect verb, with its kind
+//! NEGATOR_AFTER := lexicon category `negation_after` ("is forbidden", "off-limits", "not
+//!             allowed", "leave … to me", 不要(做|点)?, 先不做, 严禁 at a clause's end…)
+//! AFTER_GAP := as GAP, but at most AFTER_GAP_CJK_CHARS Chinese characters ("付款这一步不要做")
 //! ```
 //!
 //! Benign look-alikes are masked first, so "别忘了发送" and "don't forget to send it" are not
@@ -31,6 +35,9 @@ pub const BOUNDARY_WINDOW_CHARS: usize = 28;
 
 /// Most Chinese characters between a negation cue and its effect ("不要在任何情况下付款": 6).
 pub const GAP_CJK_CHARS: usize = 8;
+
+/// Most Chinese characters between an effect and a negation cue after it ("付款这一步不要做": 3).
+pub const AFTER_GAP_CJK_CHARS: usize = 4;
 
 /// English glue words allowed between a negation cue and its effect (modals, quantifiers,
 /// pronouns, articles, auxiliaries and the commit verbs "make"/"place"/"go ahead").
@@ -167,7 +174,8 @@ fn gap_in_scope(gap: &str, breaks: &[(usize, usize)], lo: usize) -> bool {
 /// (cue, effect, kind) triples of negated effects in `text` (already normalized and masked).
 pub(crate) fn negated(lexicon: &Lexicon, text: &str) -> Vec<(Hit, Hit, EffectKind)> {
     let cues = lexicon.hits(Category::Negation, text);
-    if cues.is_empty() {
+    let after = lexicon.hits(Category::NegationAfter, text);
+    if cues.is_empty() && after.is_empty() {
         return Vec::new();
     }
     let mut effects = lexicon.hits(Category::IrreversibleObject, text);
@@ -180,6 +188,25 @@ pub(crate) fn negated(lexicon: &Lexicon, text: &str) -> Vec<(Hit, Hit, EffectKin
         .map(|h| (h.start, h.end))
         .collect();
     let mut out = Vec::new();
+    // EFFECT AFTER_GAP NEGATOR_AFTER: "sending is forbidden", "付款这一步不要做".
+    for n in &after {
+        for o in &effects {
+            if o.end > n.start {
+                continue;
+            }
+            let Some(gap) = text.get(o.end..n.start) else {
+                continue;
+            };
+            if gap.chars().filter(|c| is_cjk(*c)).count() > AFTER_GAP_CJK_CHARS
+                || !gap_in_scope(gap, &breaks, o.end)
+            {
+                continue;
+            }
+            if let Some(kind) = lexicon.entry(o.entry).spec.kind {
+                out.push((*n, *o, kind));
+            }
+        }
+    }
     for n in &cues {
         for o in &effects {
             if o.start < n.end {
@@ -214,7 +241,10 @@ impl BoundarySet {
             }
             set.boundaries.push(Boundary {
                 kind,
-                phrase: text.get(n.start..o.end).unwrap_or_default().to_string(),
+                phrase: text
+                    .get(n.start.min(o.start)..n.end.max(o.end))
+                    .unwrap_or_default()
+                    .to_string(),
                 entry: lexicon.entry(n.entry).spec.id.clone(),
             });
         }

@@ -63,6 +63,9 @@ pub enum Category {
     Benign,
     /// Negation cues of task boundaries ("不要", "别", "don't", "without") (SPEC S4).
     Negation,
+    /// Negation cues that follow the effect they forbid ("sending is forbidden", "付款这一步不要
+    /// 做", "Place order is off-limits") (SPEC S4).
+    NegationAfter,
     /// Words that end the scope of a negation cue ("but", "then", "然后", "而是"): "don't just
     /// look but buy it" forbids nothing (SPEC S4).
     ScopeBreak,
@@ -110,6 +113,7 @@ impl Category {
             Self::PolicyWord => "policy_word",
             Self::Benign => "benign",
             Self::Negation => "negation",
+            Self::NegationAfter => "negation_after",
             Self::ScopeBreak => "scope_break",
             Self::TaskEffect => "task_effect",
             Self::Affirmative => "affirmative",
@@ -518,6 +522,7 @@ mod tests {
             Category::PolicyWord,
             Category::Benign,
             Category::Negation,
+            Category::NegationAfter,
             Category::ScopeBreak,
             Category::TaskEffect,
             Category::Affirmative,

@@ -155,6 +155,78 @@ fn negations_in_many_forms_are_boundaries_and_look_alikes_are_not() {
     }
 }
 
+/// Session 14's attacker: prohibitions the grammar did not read — strong cues (严禁, forbid,
+/// skip, except), and cues after the effect ("sending is forbidden", "付款这一步不要做") —
+/// let a task that names the forbidden effect authorize it. Each now forbids the effect, and a
+/// confirmed tap on it is blocked with zero touches in every mode.
+#[test]
+fn prohibitions_before_or_after_the_effect_forbid_it_and_block_a_confirmed_tap() {
+    use EffectKind::*;
+    let g = gate();
+    let forbids = |task: &str| g.boundaries(task).kinds().collect::<Vec<_>>();
+    let cases: &[(&str, EffectKind, &str)] = &[
+        ("看看结算页的总价，严禁确认支付", Payment, "确认支付"),
+        ("买耳机，严禁付款", Payment, "确认支付"),
+        ("清理网盘，严禁清空回收站", Delete, "清空回收站"),
+        ("付款这一步不要做", Payment, "确认支付"),
+        ("买耳机，但是付款不要点", Payment, "确认支付"),
+        ("买耳机，但付款先不做", Payment, "确认支付"),
+        ("买耳机，付款的话不要", Payment, "确认支付"),
+        ("下单可以，跳过付款", Payment, "确认支付"),
+        (
+            "Reply to Bob saying Friday works; sending is forbidden",
+            Send,
+            "Send",
+        ),
+        (
+            "Check the checkout total. Place order is off-limits.",
+            Order,
+            "Place order",
+        ),
+        (
+            "Buy the headphones but skip the payment step",
+            Payment,
+            "Pay now",
+        ),
+        ("Fill the cart. Paying: not allowed", Payment, "Pay now"),
+        (
+            "Order lunch, payment is strictly prohibited",
+            Payment,
+            "Pay now",
+        ),
+        ("I forbid payment, just look", Payment, "Pay now"),
+        ("Top up my wallet, except for paying", Payment, "Pay now"),
+    ];
+    for (task, kind, target) in cases {
+        let f = forbids(task);
+        assert!(
+            g.boundaries(task).forbids(*kind).is_some(),
+            "{task}: forbids {f:?}, not {kind:?}"
+        );
+        for mode in [
+            AccessMode::Off,
+            AccessMode::Wary,
+            AccessMode::Reviewer,
+            AccessMode::Hard,
+        ] {
+            let d = run(mode, &confirmed(target, task));
+            assert!(
+                matches!(d, Decision::BlockedByTaskBoundary { .. }),
+                "{task} / {target} in {mode:?}: {d:?}"
+            );
+        }
+    }
+    // A negation after an effect that belongs to something else forbids nothing.
+    for task in [
+        "发送后不要关闭页面",
+        "付款别忘了",
+        "下单不用等我",
+        "Send it; waiting is not allowed",
+    ] {
+        assert!(forbids(task).is_empty(), "{task}: {:?}", forbids(task));
+    }
+}
+
 #[test]
 fn normalization_defeats_spacing_invisible_confusable_and_traditional_tricks() {
     for t in [
