@@ -95,6 +95,20 @@ pub struct ScreenReading {
     /// How the target looks.
     #[serde(default)]
     pub target_style: TargetStyle,
+    /// The texts of the other elements a touch at this point may hit: when the point lies on
+    /// no element's ink (the edge of a top bar's Send button, the padding between two
+    /// controls), every element whose ink is within a touch target of it — 1/12 of the frame's
+    /// short side above or below (≈ 34 dp on a 1080 px wide phone), twice that to the side,
+    /// px — nearest first, at most 3. Empty when
+    /// the point is on the target's ink or inside a bounded control that is all one target
+    /// (SPEC S10: the gate classifies each like the target; they can only raise the tier).
+    #[serde(default)]
+    pub nearby_texts: Vec<String>,
+    /// True when one of those nearby elements is drawn but reads as no text (an icon-only
+    /// Send beside the point): the touch may hit an icon whose meaning was not read (SPEC S11;
+    /// the gate treats it like an unreadable target).
+    #[serde(default)]
+    pub nearby_unreadable: bool,
     /// The dialog the target sits in, if any.
     #[serde(default)]
     pub dialog: Option<DialogReading>,
@@ -122,7 +136,7 @@ pub struct ScreenReading {
 
 impl ScreenReading {
     /// Every text of the reading with the field it came from, in a stable order: target,
-    /// dialog title, dialog body, dialog buttons, page title, button row, field label, screen
+    /// nearby elements, dialog title, dialog body, dialog buttons, page title, button row, field label, screen
     /// lines. Empty texts are skipped.
     pub fn texts(&self) -> Vec<(ScreenField, &str)> {
         fn push<'a>(out: &mut Vec<(ScreenField, &'a str)>, f: ScreenField, s: &'a str) {
@@ -133,6 +147,9 @@ impl ScreenReading {
         let mut out = Vec::new();
         if let Some(t) = &self.target_text {
             push(&mut out, ScreenField::Target, t);
+        }
+        for t in &self.nearby_texts {
+            push(&mut out, ScreenField::Nearby, t);
         }
         if let Some(d) = &self.dialog {
             if let Some(t) = &d.title {
@@ -168,6 +185,8 @@ impl ScreenReading {
 pub enum ScreenField {
     /// The element under the tap point.
     Target,
+    /// An element next to a tap point that lies on no element (`nearby_texts`).
+    Nearby,
     /// The dialog's title.
     DialogTitle,
     /// The dialog's body.
@@ -192,6 +211,7 @@ mod tests {
     fn texts_lists_every_field_in_order_and_skips_blanks() {
         let r = ScreenReading {
             target_text: Some("确定".into()),
+            nearby_texts: vec!["发送".into()],
             dialog: Some(DialogReading {
                 title: Some("删除账号".into()),
                 body: Some("此操作不可撤销".into()),
@@ -207,6 +227,7 @@ mod tests {
             fields,
             vec![
                 ScreenField::Target,
+                ScreenField::Nearby,
                 ScreenField::DialogTitle,
                 ScreenField::DialogBody,
                 ScreenField::DialogButton,

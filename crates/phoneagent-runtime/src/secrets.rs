@@ -257,6 +257,19 @@ pub fn is_credential_label(label: &str) -> bool {
         .any(|r| r.code == phoneagent_safety::ReasonCode::CredentialTarget)
 }
 
+/// True when `reading` — the screen reader's reading of the field a `type_text` types into —
+/// shows a credential field: its label names one, or no label could be read there and the
+/// screen's other texts name one (a password field focused at its corner). The gate's own
+/// `credential_target` rule for `type_text` (SPEC S3, P6).
+pub fn is_credential_field(reading: &phoneagent_protocol::ScreenReading) -> bool {
+    let input = phoneagent_safety::GateInput::new(phoneagent_safety::Tool::TypeText)
+        .with_screen(reading.clone());
+    phoneagent_safety::classify(&input)
+        .reasons
+        .iter()
+        .any(|r| r.code == phoneagent_safety::ReasonCode::CredentialTarget)
+}
+
 /// Length of a placeholder, `[secret:` + 8 hex digits + `]`, starting at `chars[i]` (ASCII case
 /// ignored), in chars.
 fn placeholder_at(chars: &[(usize, char)], i: usize) -> Option<usize> {

@@ -150,13 +150,24 @@ fn is_cjk(c: char) -> bool {
 /// True when the gap text between a negation cue and an effect keeps the effect in the cue's
 /// scope (see the module docs).
 fn gap_in_scope(gap: &str, breaks: &[(usize, usize)], lo: usize) -> bool {
+    if gap.chars().count() > BOUNDARY_WINDOW_CHARS + 8 {
+        return false;
+    }
+    // An intensifier set off by commas keeps the effect in scope: "do NOT, under any
+    // circumstances, pay", "不要，无论如何，付款".
+    let original_len = gap.len();
+    let (gap, parenthetical) = without_intensifiers(gap);
     if gap.chars().count() > BOUNDARY_WINDOW_CHARS {
         return false;
     }
-    if gap.chars().any(is_clause_break) {
+    if gap
+        .chars()
+        .any(|c| is_clause_break(c) && !(parenthetical && matches!(c, ',' | '，' | '、')))
+    {
         return false;
     }
-    let hi = lo + gap.len();
+    let hi = lo + original_len;
+    let gap = gap.as_str();
     if breaks.iter().any(|&(s, e)| s >= lo && e <= hi) {
         return false;
     }
@@ -168,7 +179,54 @@ fn gap_in_scope(gap: &str, breaks: &[(usize, usize)], lo: usize) -> bool {
         .filter(|w| !w.is_empty())
         .filter(|w| !GAP_GLUE_WORDS.contains(&w.to_ascii_lowercase().as_str()))
         .count();
-    unknown <= 1
+    // Across a parenthetical nothing but glue may stand ("don't pay, at all, send it" does
+    // not forbid sending).
+    unknown <= usize::from(!parenthetical)
+}
+
+/// Intensifiers a negation can carry between its cue and its effect, set off by commas
+/// ("do not, under any circumstances, pay"): lower case, matched case-insensitively.
+pub const GAP_INTENSIFIERS: &[&str] = &[
+    "under any circumstances",
+    "under no circumstances",
+    "in any case",
+    "in any way",
+    "no matter what",
+    "whatever happens",
+    "whatever you do",
+    "at any point",
+    "at all",
+    "i repeat",
+    "repeat",
+    "ever",
+    "无论如何",
+    "不管怎样",
+    "任何情况下",
+    "在任何情况下",
+    "千万",
+];
+
+/// `gap` with the intensifiers of [`GAP_INTENSIFIERS`] taken out, and whether any was.
+fn without_intensifiers(gap: &str) -> (String, bool) {
+    let mut g = gap.to_lowercase();
+    let mut found = false;
+    for w in GAP_INTENSIFIERS {
+        while let Some(i) = g.find(w) {
+            let ascii = w.is_ascii();
+            let before_ok = !ascii || g[..i].chars().last().is_none_or(|c| !c.is_alphanumeric());
+            let after_ok = !ascii
+                || g[i + w.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_alphanumeric());
+            if !(before_ok && after_ok) {
+                break;
+            }
+            g.replace_range(i..i + w.len(), " ");
+            found = true;
+        }
+    }
+    (g, found)
 }
 
 /// (cue, effect, kind) triples of negated effects in `text` (already normalized and masked).

@@ -77,6 +77,82 @@ fn fold_confusable(c: char, out: &mut String) {
     }
 }
 
+/// The Latin capital an enclosed-letter symbol shows, for the blocks NFKC leaves alone:
+/// squared (🄰), negative circled (🅐), negative squared (🅿) letters and regional
+/// indicators (🇵).
+fn enclosed_letter(c: char) -> Option<char> {
+    let base = match c {
+        '\u{1F130}'..='\u{1F149}' => 0x1F130,
+        '\u{1F150}'..='\u{1F169}' => 0x1F150,
+        '\u{1F170}'..='\u{1F189}' => 0x1F170,
+        '\u{1F1E6}'..='\u{1F1FF}' => 0x1F1E6,
+        _ => return None,
+    };
+    char::from_u32(u32::from('A') + (u32::from(c) - base))
+}
+
+/// True for the punctuation that can join the letters of a label without changing how it
+/// reads: hyphens and dashes, underscores, dots and middle dots, slashes, bars, tildes,
+/// asterisks, plus signs.
+fn is_joiner(c: char) -> bool {
+    matches!(
+        c,
+        '-' | '_'
+            | '.'
+            | '·'
+            | '•'
+            | '・'
+            | '‧'
+            | '∙'
+            | '/'
+            | '\\'
+            | '|'
+            | '~'
+            | '*'
+            | '+'
+            | '='
+            | '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{2043}'
+    )
+}
+
+/// A label's second reading with the punctuation between its letters taken out (SPEC S13):
+/// `Pay-now`, `Pay_now`, `Pay·now` → `Pay now`; `确-认-支-付` → `确认支付`; `P.a.y` → `Pay`.
+/// Input is [`normalize`]d text; `None` when there is no such punctuation. Only the gate's
+/// reading of what a touch hits uses it (a key or code typed as text keeps its dashes).
+pub(crate) fn unjoined(norm: &str) -> Option<String> {
+    let chars: Vec<char> = norm.chars().collect();
+    let mut out = String::with_capacity(norm.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_joiner(c) && i > 0 && chars[i - 1].is_alphabetic() {
+            let mut j = i;
+            while j < chars.len() && is_joiner(chars[j]) {
+                j += 1;
+            }
+            if let Some(&next) = chars.get(j)
+                && next.is_alphabetic()
+            {
+                if !(is_cjk(chars[i - 1]) && is_cjk(next)) {
+                    out.push(' ');
+                }
+                changed = true;
+                i = j;
+                continue;
+            }
+        }
+        if c.is_whitespace() {
+            // A real word gap stays one after letter-spacing is joined: `P.a.y n.o.w`.
+            out.push_str("  ");
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    changed.then(|| join_spaces(&out))
+}
+
 /// Steps 1–4: NFKC, invisible characters and stray combining marks removed, confusables folded,
 /// Traditional → Simplified.
 fn fold(s: &str) -> String {
@@ -87,7 +163,7 @@ fn fold(s: &str) -> String {
         }
         let c = match c {
             '\u{2018}' | '\u{2019}' | '\u{02BC}' | '\u{FF07}' | '\u{2032}' => '\'',
-            c => c,
+            c => enclosed_letter(c).unwrap_or(c),
         };
         fold_confusable(c, &mut folded);
     }
@@ -179,6 +255,20 @@ mod tests {
         assert_eq!(normalize("\u{039F}K"), "OK");
         // Accents and Chinese stay.
         assert_eq!(normalize("确认支付"), "确认支付");
+    }
+
+    #[test]
+    fn joined_labels_have_a_second_reading_and_enclosed_letters_fold() {
+        use super::unjoined;
+        assert_eq!(unjoined("Pay-now").as_deref(), Some("Pay now"));
+        assert_eq!(unjoined("Pay_now").as_deref(), Some("Pay now"));
+        assert_eq!(unjoined("Pay·now").as_deref(), Some("Pay now"));
+        assert_eq!(unjoined("确-认-支-付").as_deref(), Some("确认支付"));
+        assert_eq!(unjoined("P.a.y n.o.w").as_deref(), Some("Pay now"));
+        assert_eq!(unjoined("Pay now"), None);
+        assert_eq!(unjoined("¥12.50 - 3"), None);
+        assert_eq!(normalize("\u{1F17F}ay now"), "Pay now");
+        assert_eq!(normalize("\u{1F1F5}\u{1F1E6}\u{1F1FE}"), "PAY");
     }
 
     #[test]

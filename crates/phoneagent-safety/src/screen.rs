@@ -4,14 +4,17 @@
 //! Every text of a [`ScreenReading`] is one more source that can only raise the tier:
 //!
 //! * `target_text` (the element under the tap point) is classified like a target description
-//!   (source `screen_target`) — except a bare affirmative (确定, OK, Yes, 继续, 允许) inside a
+//!   (source `screen_target`), and so is each of `nearby_texts` (source `screen_nearby`: a
+//!   touch on no element's ink may hit any element next to it) — except a bare affirmative (确定, OK, Yes, 继续, 允许) inside a
 //!   dialog, which takes its meaning from the dialog;
 //! * the dialog (title + body, source `screen_dialog`): when the target is its affirmative or
 //!   primary button, or names an effect itself, an irreversible effect or a "cannot be undone"
 //!   marker in the dialog makes the tap hard (`dialog_confirm`); policy words make it soft; a
 //!   dialog the lexicons cannot read at all makes its primary button a `commitment_shape`
 //!   (`reviewer`). A dismissive target (取消, Cancel) takes nothing from the dialog;
-//! * `field_label` (for `type_text`): credential words → hard `credential_target`;
+//! * `field_label` (for `type_text`): credential words → hard `credential_target`; a field
+//!   with no label read on a screen whose other texts name a credential (密码, Password, PIN)
+//!   is a credential field too;
 //! * page title, button row and screen lines (source `screen_context`) make effects
 //!   *plausible* ([`Classification::plausible_effects`]); they never raise the tier by
 //!   themselves. An unreadable target (`target_unreadable`) on a screen where an effect is
@@ -160,19 +163,67 @@ impl Gate {
                     ));
                 }
             }
+            // The field could not be named (no label read at the focused point: a corner of
+            // the field, its padding) on a screen that asks for a credential: the text may be
+            // going into that credential field (attacker pass: a tap at a password field's
+            // corner, then Type).
+            let named = s
+                .field_label
+                .as_deref()
+                .is_some_and(|l| !l.trim().is_empty());
+            if !named && !c.has(ReasonCode::CredentialTarget) {
+                let context = s
+                    .page_title
+                    .iter()
+                    .chain(s.nearby_texts.iter())
+                    .chain(s.screen_lines.iter());
+                for line in context {
+                    if let Some((ev, id, _)) =
+                        self.scan(line).credentials.into_iter().find(|(_, _, t)| !t)
+                    {
+                        c.push(crate::classify::reason(
+                            ReasonCode::CredentialTarget,
+                            RiskTier::Hard,
+                            Source::ScreenContext,
+                            &format!("unlabelled field; screen shows {ev}"),
+                            None,
+                            id,
+                        ));
+                        break;
+                    }
+                }
+            }
             return;
         }
         if !input.tool.is_touch() {
             return;
         }
-        let affirmative = target.is_some_and(|t| self.whole_label(Category::Affirmative, t));
-        let dismiss = target.is_some_and(|t| self.whole_label(Category::Dismiss, t));
-        if let Some(t) = target
-            && !(affirmative && s.dialog.is_some())
-        {
-            self.touch(&[(Source::ScreenTarget, Some(t))], &task.forbidden, c);
+        // A near-miss may hit any element next to the point: each is read like the target,
+        // and the touch is only dismissive when all of them are.
+        let nearby: Vec<&str> = s
+            .nearby_texts
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let candidates = target
+            .map(|t| (Source::ScreenTarget, t))
+            .into_iter()
+            .chain(nearby.iter().map(|t| (Source::ScreenNearby, *t)));
+        let is_affirmative = |t: &str| self.whole_label(Category::Affirmative, t);
+        let affirmative =
+            target.is_some_and(is_affirmative) || nearby.iter().any(|t| is_affirmative(t));
+        let dismiss = target.is_some_and(|t| self.whole_label(Category::Dismiss, t))
+            && nearby
+                .iter()
+                .all(|t| self.whole_label(Category::Dismiss, t));
+        for (source, t) in candidates {
+            if is_affirmative(t) && s.dialog.is_some() {
+                continue;
+            }
+            self.touch(&[(source, Some(t))], &task.forbidden, c);
             if layers.shape {
-                self.shape(Source::ScreenTarget, t, c);
+                self.shape(source, t, c);
             }
         }
         if let Some(d) = &s.dialog {
@@ -183,7 +234,7 @@ impl Gate {
                 .filter(|t| !t.is_empty())
                 .collect::<Vec<_>>()
                 .join("。");
-            let names_effect = target.is_some_and(|t| {
+            let names_effect = target.into_iter().chain(nearby.iter().copied()).any(|t| {
                 let scan = self.scan(t);
                 !scan.commits.is_empty() || !scan.objects.is_empty()
             });
@@ -243,11 +294,12 @@ impl Gate {
         // An icon with no readable text beside text on its own row is how a compose bar's
         // send button looks (a chat's input with a draft, a comment box): sending is plausible
         // whatever the screen's other words say (issue #11, attacker round 2).
-        if s.target_unreadable && target.is_none() && !s.button_row.is_empty() {
+        // A near-miss beside such an icon is read the same way (`nearby_unreadable`).
+        let unreadable = (s.target_unreadable && target.is_none()) || s.nearby_unreadable;
+        if unreadable && !s.button_row.is_empty() {
             plausible.push(crate::effect::EffectKind::Send);
         }
         c.plausible_effects.extend(plausible);
-        let unreadable = s.target_unreadable && target.is_none();
         if unreadable && c.tier < RiskTier::Hard && !c.plausible_effects.is_empty() {
             let mut kinds = c.plausible_effects.clone();
             kinds.sort();

@@ -23,6 +23,9 @@ pub(crate) struct Limits {
     pub max_row: usize,
 }
 
+/// At most this many nearby elements are read for a near-miss (`nearby_texts`).
+const NEARBY_MAX: usize = 3;
+
 /// What was found under the point before any OCR.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -35,6 +38,9 @@ pub(crate) struct Target {
     pub item: Option<Item>,
     /// Every text item of the region (a row's several texts), top to bottom.
     pub items: Vec<Item>,
+    /// Every item found around the point, before the open page's items are narrowed to the
+    /// one under / nearest it: what a near-miss may hit (`nearby_texts`).
+    pub candidates: Vec<Item>,
 }
 
 /// Find the element under `p`: the uniform region around it and the ink item it points at.
@@ -75,6 +81,7 @@ pub(crate) fn locate(img: &RgbaImage, p: (u32, u32)) -> Target {
         })
         .min_by_key(|i| dist_to_rect(i.bounds, p))
         .copied();
+    let candidates = items.clone();
     let (region, items) = if bounded {
         (r, items)
     } else {
@@ -89,6 +96,7 @@ pub(crate) fn locate(img: &RgbaImage, p: (u32, u32)) -> Target {
         bounded,
         item,
         items,
+        candidates,
     }
 }
 
@@ -135,6 +143,43 @@ pub(crate) fn read_screen(
         t.item.map(|i| pad(img, i.bounds, 8))
     };
     out.target_text = read_items(&group, t.region_color, ocr);
+    // A near-miss: the point is on no item's ink, so the touch may land on any control whose
+    // touch target (its ink plus padding) covers it — read them all and let the gate take the
+    // riskiest (SPEC S10; attacker pass: a tap at the top edge of a top bar's Send button read
+    // as the status bar).
+    let on_ink = t.item.is_some_and(|i| dist_to_rect(i.bounds, p) == 0);
+    if !on_ink && purpose == ReadPurpose::Tap {
+        let touch = (w.min(h) / 12).max(12);
+        let mut near: Vec<Item> = t
+            .candidates
+            .iter()
+            .filter(|o| !group.contains(o) && within_touch(o.bounds, p, touch))
+            .copied()
+            .collect();
+        near.sort_by_key(|o| dist_to_rect(o.bounds, p));
+        for o in near.iter().take(NEARBY_MAX) {
+            match read_item(img, o, t.region_color, step, ocr) {
+                Some(text) => out.nearby_texts.push(text),
+                None => out.nearby_unreadable = true,
+            }
+        }
+        // On the open page, a control's rounded corner or anti-aliased edge leaves the point on
+        // the page colour although the control's touch area (its bounding box) covers it: look
+        // for bounded controls a little way off in each direction (attacker pass: the corners
+        // of a red 删除账号 row read as nothing).
+        if !t.bounded {
+            for u in controls_around(img, p, touch) {
+                if out.nearby_texts.len() >= NEARBY_MAX {
+                    break;
+                }
+                match read_items(&u.items, u.region_color, ocr) {
+                    Some(text) => out.nearby_texts.push(text),
+                    None if !u.items.is_empty() => out.nearby_unreadable = true,
+                    None => {}
+                }
+            }
+        }
+    }
     // Something is drawn there but reads as no text: an icon. Also a small shape of its own
     // colour under the point with nothing on it (a filled glyph-less icon).
     let small = t.region.width() < w.min(h) / 5 && t.region.height() < w.min(h) / 5;
@@ -190,6 +235,50 @@ pub(crate) fn read_screen(
         out.screen_lines = read_screen_lines(img, p, step, limits.max_screen_lines, ocr);
     }
     out
+}
+
+/// The bounded controls (buttons, rows, fields: see [`locate`]) whose bounding box lies within
+/// `touch / 6` px of `p` although `p` itself is on the page: found from probes `touch / 3` px
+/// away in the eight directions; each control once, nearest first.
+fn controls_around(img: &RgbaImage, p: (u32, u32), touch: u32) -> Vec<Target> {
+    let d = (touch / 3).max(4) as i64;
+    let margin = (touch / 6).max(2);
+    let (w, h) = (i64::from(img.width()), i64::from(img.height()));
+    let mut found: Vec<Target> = Vec::new();
+    for (dx, dy) in [
+        (-1, -1),
+        (0, -1),
+        (1, -1),
+        (-1, 0),
+        (1, 0),
+        (-1, 1),
+        (0, 1),
+        (1, 1),
+    ] {
+        let q = (i64::from(p.0) + dx * d, i64::from(p.1) + dy * d);
+        if q.0 < 0 || q.1 < 0 || q.0 >= w || q.1 >= h {
+            continue;
+        }
+        let u = locate(img, (q.0 as u32, q.1 as u32));
+        if !u.bounded
+            || dist_to_rect(u.region, p) > margin
+            || found.iter().any(|f| f.region == u.region)
+        {
+            continue;
+        }
+        found.push(u);
+    }
+    found.sort_by_key(|u| dist_to_rect(u.region, p));
+    found
+}
+
+/// True when a touch at `p` may land on the control whose ink is `r`: at most `touch` px above
+/// or below its ink and at most twice that to its side (a text button's padding is wider than
+/// it is tall: a top bar's Send is tappable well left of its label).
+fn within_touch(r: PxRect, p: (u32, u32), touch: u32) -> bool {
+    let dx = r.left.saturating_sub(p.0).max(p.0.saturating_sub(r.right));
+    let dy = r.top.saturating_sub(p.1).max(p.1.saturating_sub(r.bottom));
+    dy <= touch && dx <= 2 * touch
 }
 
 /// The gap between two boxes, px (0 when they overlap).

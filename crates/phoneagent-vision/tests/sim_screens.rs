@@ -204,3 +204,77 @@ async fn the_fallback_engine_loads_only_when_a_chinese_line_needs_it() {
     let r = reader.read(&hant.image, hant.point, ReadPurpose::Tap);
     assert!(has(&r.target_text, &hant.expect), "{r:#?}");
 }
+
+/// A touch anywhere on a high-stakes button's touch area — its corners and the middles of its
+/// edges, not only its centre — reads the button's label as the target or as an element next to
+/// the point (SPEC S10; attacker pass: a tap at the top edge of the compose screen's Send read as
+/// the status bar). Every scenario of the virtual phone, every button whose label commits.
+#[tokio::test]
+async fn every_edge_of_a_committing_button_reads_its_label() {
+    let commits = [
+        "发送", "支付", "付款", "提交", "删除", "确认", "购买", "下单", "清空", "转账", "续费",
+        "开通", "注销", "送出", "Send", "Pay", "Delete", "Place", "Buy", "Confirm",
+    ];
+    let phone = Phone::start().await.unwrap();
+    let mut checked = 0;
+    let mut misses = Vec::new();
+    for s in phoneagent_sim::SCENARIOS {
+        let f = phone.frame_after(s, &[]).await.unwrap();
+        for e in &f.elements {
+            if e.kind != "button" || !commits.iter().any(|c| e.label.contains(c)) {
+                continue;
+            }
+            let [l, t, r, b] = e.bounds.map(|v| v.max(0) as u32);
+            let (cx, cy) = ((l + r) / 2, (t + b) / 2);
+            let inset = 4;
+            let points = [
+                (l + inset, t + inset),
+                (r - inset, t + inset),
+                (l + inset, b - inset),
+                (r - inset, b - inset),
+                (cx, t + inset),
+                (cx, b - inset),
+                (l + inset, cy),
+                (r - inset, cy),
+            ];
+            // An icon-only button (its centre reads no text): an edge must at least say an
+            // unreadable icon is there.
+            let icon = reader()
+                .read(&f.image, (cx, cy), ReadPurpose::Tap)
+                .target_unreadable;
+            // The commit words of the label: each must be read at every point.
+            let words: Vec<String> = commits
+                .iter()
+                .filter(|c| e.label.contains(*c))
+                .map(|c| squash(c))
+                .collect();
+            for p in points {
+                let reading = reader().read(&f.image, p, ReadPurpose::Tap);
+                checked += 1;
+                let read: Vec<String> = reading
+                    .target_text
+                    .iter()
+                    .chain(reading.nearby_texts.iter())
+                    .map(|t| squash(t))
+                    .collect();
+                let seen = words
+                    .iter()
+                    .all(|w| read.iter().any(|t| t.contains(w.as_str())))
+                    || (icon && (reading.target_unreadable || reading.nearby_unreadable));
+                if !seen {
+                    misses.push(format!(
+                        "{s}/{} at {p:?}: target {:?}, nearby {:?}",
+                        e.id, reading.target_text, reading.nearby_texts
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} points checked");
+    assert!(
+        misses.is_empty(),
+        "{} of {checked} points miss:\n{}",
+        misses.len(),
+        misses.join("\n")
+    );
+}

@@ -59,10 +59,10 @@ impl Run {
             self.reject_turn(action, message);
             return Some(Flow::Continue);
         }
-        let label_is_credential = screen
-            .as_ref()
-            .and_then(|r| r.field_label.as_deref())
-            .is_some_and(crate::secrets::is_credential_label);
+        let label_is_credential = matches!(action.kind, ActionKind::Type { .. })
+            && screen
+                .as_ref()
+                .is_some_and(crate::secrets::is_credential_field);
         let ctx = adapters::GateContext {
             password_field: matches!(action.kind, ActionKind::Type { .. })
                 .then_some(self.credential_field_focused || label_is_credential),
@@ -99,10 +99,15 @@ impl Run {
         // What a touch aims at decides what the next `type_text` is (SPEC P6, S3): set
         // when the touch is proposed, whatever becomes of it, so a rejected or blocked
         // touch on a password field still makes the text typed next a secret.
+        // A touch on empty space (the reader sees nothing there) moves no focus on Android:
+        // the field focused before — a password field — still takes the text typed next
+        // (attacker pass: focus the password field, tap a blank spot, type).
+        let on_nothing = screen.as_ref().is_some_and(screen_gate::reads_nothing);
         if matches!(
             action.kind,
             ActionKind::Tap { .. } | ActionKind::DoubleTap { .. } | ActionKind::LongPress { .. }
-        ) {
+        ) && !on_nothing
+        {
             self.credential_field_focused = touch_reasons
                 .iter()
                 .any(|r| r == "credential_target" || r == "password_field");

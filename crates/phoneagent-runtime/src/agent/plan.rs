@@ -417,10 +417,7 @@ impl Run {
         // the planning frame now (the gate reuses this reading).
         if !self.credential_field_focused
             && let Some(reading) = self.read_field(obs).await
-            && reading
-                .field_label
-                .as_deref()
-                .is_some_and(crate::secrets::is_credential_label)
+            && crate::secrets::is_credential_field(&reading)
         {
             self.credential_field_focused = true;
         }

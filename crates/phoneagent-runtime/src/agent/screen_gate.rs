@@ -123,6 +123,17 @@ pub(super) fn summarize(r: &ScreenReading) -> String {
         (_, true) => "an icon or image with no readable text".to_string(),
         _ => "nothing readable".to_string(),
     };
+    if !r.nearby_texts.is_empty() {
+        let near: Vec<String> = r
+            .nearby_texts
+            .iter()
+            .map(|t| format!("「{}」", cut(t, 30)))
+            .collect();
+        out.push_str(&format!(" · next to {}", near.join(" ")));
+    }
+    if r.nearby_unreadable {
+        out.push_str(" · next to an unreadable icon");
+    }
     if let Some(d) = &r.dialog {
         let title = d.title.as_deref().map(|t| cut(t, 40)).unwrap_or_default();
         let body = d.body.as_deref().map(|b| cut(b, 80)).unwrap_or_default();
@@ -134,6 +145,17 @@ pub(super) fn summarize(r: &ScreenReading) -> String {
         out.push_str(&format!(" · field 「{}」", cut(l, 30)));
     }
     out
+}
+
+/// True when the reading found nothing under or next to its point: no text, no icon, no
+/// nearby element, no dialog — a touch on empty space, which leaves the focused field focused
+/// (SPEC P6, S3).
+pub(super) fn reads_nothing(r: &ScreenReading) -> bool {
+    r.target_text.as_deref().is_none_or(|t| t.trim().is_empty())
+        && !r.target_unreadable
+        && r.nearby_texts.is_empty()
+        && !r.nearby_unreadable
+        && r.dialog.is_none()
 }
 
 /// Android's touch slop floor, px: a move shorter than this is no drag (SPEC S10).

@@ -111,6 +111,9 @@ pub enum Source {
     /// The screen reading's text under the tap point (`screen.target_text`) or its look
     /// (`target_style`, `target_unreadable`) (SPEC S10).
     ScreenTarget,
+    /// An element next to a tap point that lies on no element's ink, which the touch may hit
+    /// (`screen.nearby_texts`, SPEC S10): classified like the target.
+    ScreenNearby,
     /// The dialog the target sits in: title and body (SPEC S10).
     ScreenDialog,
     /// Screen-level context: page title, button row, other screen lines (SPEC S10).

@@ -257,13 +257,34 @@ impl Gate {
     }
 
     /// Scan one target text for commits, objects, credential words and policy words.
+    /// A label joined with punctuation (`Pay-now`, `确-认-支-付`) is scanned a second time
+    /// without it (SPEC S13) and the hits of both readings kept (each hit once).
     pub(crate) fn scan(&self, raw: &str) -> TargetScan {
-        let mut out = TargetScan::default();
         let norm = normalize(raw);
+        let mut out = self.scan_normalized(&norm);
+        if let Some(alt) = crate::normalize::unjoined(&norm) {
+            let more = self.scan_normalized(&alt);
+            fn add<T: PartialEq>(to: &mut Vec<T>, from: Vec<T>) {
+                for x in from {
+                    if !to.contains(&x) {
+                        to.push(x);
+                    }
+                }
+            }
+            add(&mut out.commits, more.commits);
+            add(&mut out.objects, more.objects);
+            add(&mut out.credentials, more.credentials);
+            add(&mut out.policy, more.policy);
+        }
+        out
+    }
+
+    fn scan_normalized(&self, norm: &str) -> TargetScan {
+        let mut out = TargetScan::default();
         if norm.is_empty() {
             return out;
         }
-        let text = mask(&self.lexicon, &norm);
+        let text = mask(&self.lexicon, norm);
         let span_text = |h: &Hit| text.get(h.start..h.end).unwrap_or_default().to_string();
         let id = |h: &Hit| self.lexicon.entry(h.entry).spec.id.clone();
         let kind = |h: &Hit| self.lexicon.entry(h.entry).spec.kind;

@@ -196,6 +196,25 @@ fn prohibitions_before_or_after_the_effect_forbid_it_and_block_a_confirmed_tap()
         ),
         ("I forbid payment, just look", Payment, "Pay now"),
         ("Top up my wallet, except for paying", Payment, "Pay now"),
+        ("看看购物车，付款是不允许的", Payment, "确认支付"),
+        ("写好回复，发送不被允许", Send, "发送"),
+        ("Fill the cart, leave the payment to me", Payment, "Pay now"),
+        (
+            "Add it to the cart; leave paying up to me",
+            Payment,
+            "Pay now",
+        ),
+        (
+            "Fill the cart but do NOT, under any circumstances, pay",
+            Payment,
+            "Pay now",
+        ),
+        (
+            "Draft it and don't, whatever happens, send it",
+            Send,
+            "Send",
+        ),
+        ("准备好订单，不要，无论如何，付款", Payment, "确认支付"),
     ];
     for (task, kind, target) in cases {
         let f = forbids(task);
@@ -222,9 +241,12 @@ fn prohibitions_before_or_after_the_effect_forbid_it_and_block_a_confirmed_tap()
         "付款别忘了",
         "下单不用等我",
         "Send it; waiting is not allowed",
+        "Leave a comment and send the photo to me",
     ] {
         assert!(forbids(task).is_empty(), "{task}: {:?}", forbids(task));
     }
+    // An intensifier widens the gap of its own prohibition only: the send after it stays allowed.
+    assert_eq!(forbids("Don't pay, at all, send it"), vec![Payment]);
 }
 
 #[test]
@@ -242,6 +264,30 @@ fn normalization_defeats_spacing_invisible_confusable_and_traditional_tricks() {
         "訂閱",
         "儲值",
         "轉帳",
+        // Punctuation between the letters, enclosed letters, short labels and amounts.
+        "Pay-now",
+        "Pay_now",
+        "Pay·now",
+        "确-认-支-付",
+        "确·认·支·付",
+        "\u{1F17F}ay now",
+        "Checkout & pay",
+        "OK, pay",
+        "Pay 199",
+        "Buy",
+        "Purchase",
+        "結帳",
+        "付",
+        // Other languages' pay / buy / order / transfer buttons.
+        "Bezahlen",
+        "Jetzt kaufen",
+        "결제하기",
+        "支払う",
+        "購入する",
+        "注文を確定する",
+        "Comprar",
+        "Payer",
+        "送金する",
     ] {
         let c = gate().classify(&GateInput::new(Tool::Tap).target(t));
         assert_eq!(c.tier, RiskTier::Hard, "{t:?}: {:?}", c.reasons);
@@ -455,6 +501,66 @@ fn screen_text_never_lowers_a_tier() {
     }
 }
 
+/// A touch on no element's ink (the top edge of a top bar's Send button, the gap between two
+/// dialog buttons) is classified by every element next to it, and never as a dismissal when one
+/// of them confirms (attacker pass, SPEC S10).
+#[test]
+fn a_near_miss_is_classified_by_the_elements_next_to_it() {
+    let near = |target: Option<&str>, nearby: &[&str]| ScreenReading {
+        target_text: target.map(str::to_string),
+        nearby_texts: nearby.iter().map(|t| t.to_string()).collect(),
+        page_title: Some("写邮件".into()),
+        ..Default::default()
+    };
+    let task = "Draft an email to bob@example.com about lunch on Friday, but don't send it";
+    for (target, nearby) in [
+        (Some("atl sc"), &["发送"][..]),
+        (None, &["12:30", "Send"][..]),
+        (Some("写邮件"), &["Send"][..]),
+    ] {
+        let input = GateInput::new(Tool::Tap)
+            .with_task(task)
+            .with_screen(near(target, nearby));
+        let c = gate().classify(&input);
+        assert_eq!(
+            c.tier,
+            RiskTier::Hard,
+            "{target:?} {nearby:?}: {:?}",
+            c.reasons
+        );
+        assert!(c.reasons.iter().any(|r| r.source == Source::ScreenNearby));
+        for mode in [AccessMode::Off, AccessMode::Wary, AccessMode::Hard] {
+            let d = run(mode, &input);
+            assert!(
+                matches!(d, Decision::BlockedByTaskBoundary { .. }),
+                "{mode:?}: {d:?}"
+            );
+        }
+    }
+    // Between 取消 and 确定 of a delete dialog: the dialog is confirmed.
+    let mut between = dialog(
+        "取消",
+        "删除账号？",
+        Some("此操作无法撤销"),
+        &["取消", "确定"],
+    );
+    between.nearby_texts = vec!["确定".into()];
+    if let Some(d) = between.dialog.as_mut() {
+        d.target_is_primary = false;
+    }
+    let c = gate().classify(&GateInput::new(Tool::Tap).with_screen(between.clone()));
+    assert_eq!(c.tier, RiskTier::Hard, "{:?}", c.reasons);
+    // The same tap on 取消's own ink, nothing next to it: a dismissal.
+    between.nearby_texts.clear();
+    let c = gate().classify(&GateInput::new(Tool::Tap).with_screen(between));
+    assert!(c.tier < RiskTier::Hard, "{:?}", c.reasons);
+    // Harmless neighbours add nothing.
+    let c = gate().classify(
+        &GateInput::new(Tool::Tap).with_screen(near(Some("收件人"), &["12:30", "写邮件"])),
+    );
+    assert!(c.tier < RiskTier::Hard, "{:?}", c.reasons);
+}
+
 #[test]
 fn typing_into_a_field_labelled_password_is_hard() {
     let input = GateInput::new(Tool::TypeText)
@@ -467,4 +573,43 @@ fn typing_into_a_field_labelled_password_is_hard() {
     assert_eq!(c.tier, RiskTier::Hard);
     assert!(c.reasons.iter().any(|r| r.source == Source::ScreenField));
     assert_eq!(c.effects, vec![EffectKind::Credential]);
+}
+
+/// Typing into a field whose label could not be read (the tap focused it at a corner) on a
+/// screen showing a credential word is typing a credential (attacker pass, SPEC S3, P6).
+#[test]
+fn typing_into_an_unlabelled_field_on_a_login_screen_is_hard() {
+    for lines in [
+        &["PhoneAgent 账号", "用户名", "密码", "登录"][..],
+        &["Sign in", "Password"][..],
+    ] {
+        let input = GateInput::new(Tool::TypeText)
+            .with_text("Tr0ub4dor")
+            .with_screen(ScreenReading {
+                screen_lines: lines.iter().map(|l| l.to_string()).collect(),
+                ..Default::default()
+            });
+        let c = gate().classify(&input);
+        assert_eq!(c.tier, RiskTier::Hard, "{lines:?}: {:?}", c.reasons);
+        assert!(c.has(ReasonCode::CredentialTarget), "{:?}", c.reasons);
+        assert_eq!(run(AccessMode::Hard, &input), HUMAN);
+    }
+    // A field read as 昵称 on the same screen is the nickname.
+    let input = GateInput::new(Tool::TypeText)
+        .with_text("alice")
+        .with_screen(ScreenReading {
+            field_label: Some("昵称".into()),
+            screen_lines: vec!["密码".into()],
+            ..Default::default()
+        });
+    let c = gate().classify(&input);
+    assert!(!c.has(ReasonCode::CredentialTarget), "{:?}", c.reasons);
+    // No credential word anywhere: ordinary text.
+    let input = GateInput::new(Tool::TypeText)
+        .with_text("lunch on Friday")
+        .with_screen(ScreenReading {
+            screen_lines: vec!["写邮件".into(), "主题".into()],
+            ..Default::default()
+        });
+    assert!(!gate().classify(&input).has(ReasonCode::CredentialTarget));
 }
