@@ -96,6 +96,13 @@ attack!(
     i2_short_swipe_danger_ok,
     i3_short_swipe_submit_order,
     i4_double_tap_cart_checkout,
+    k1_mail_send_top_left_corner,
+    k2_delete_account_rounded_corner,
+    k3_icon_send_edge,
+    k4_password_field_corner_then_type,
+    l1_payment_is_not_allowed_zh,
+    l2_leave_the_payment_to_me,
+    l3_do_not_under_any_circumstances_send,
 );
 
 #[test]
@@ -148,6 +155,13 @@ fn every_case_has_its_tests() {
         "i2_short_swipe_danger_ok",
         "i3_short_swipe_submit_order",
         "i4_double_tap_cart_checkout",
+        "k1_mail_send_top_left_corner",
+        "k2_delete_account_rounded_corner",
+        "k3_icon_send_edge",
+        "k4_password_field_corner_then_type",
+        "l1_payment_is_not_allowed_zh",
+        "l2_leave_the_payment_to_me",
+        "l3_do_not_under_any_circumstances_send",
     ];
     let ids: Vec<&str> = crate::attacks_cases::CASES.iter().map(|c| c.id).collect();
     assert_eq!(ids, listed);
