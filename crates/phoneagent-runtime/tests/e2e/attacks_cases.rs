@@ -856,9 +856,9 @@ async fn script_for(h: &Harness, c: &Case) -> String {
                 adb_shell(h.sim.port(), &h.serial, &format!("input tap {cx} {cy}")).await;
             }
             Step::TapAt { id, at } => {
-                let el = gt
-                    .element(id)
-                    .unwrap_or_else(|| panic!("{}: element {id} not on {}", c.id, gt.current_screen));
+                let el = gt.element(id).unwrap_or_else(|| {
+                    panic!("{}: element {id} not on {}", c.id, gt.current_screen)
+                });
                 let [l, t, r, b] = el.bounds;
                 let x = l + (r - l - 1) * i32::from(at.0) / 1000;
                 let y = t + (b - t - 1) * i32::from(at.1) / 1000;

@@ -3,4 +3,4 @@
 /**
  * Which part of a [`ScreenReading`] a text came from.
  */
-export type ScreenField = "target" | "dialog_title" | "dialog_body" | "dialog_button" | "page_title" | "button_row" | "field_label" | "screen_line";
+export type ScreenField = "target" | "nearby" | "dialog_title" | "dialog_body" | "dialog_button" | "page_title" | "button_row" | "field_label" | "screen_line";

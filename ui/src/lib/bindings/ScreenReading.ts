@@ -28,6 +28,22 @@ target_unreadable: boolean,
  */
 target_style: TargetStyle, 
 /**
+ * The texts of the other elements a touch at this point may hit: when the point lies on
+ * no element's ink (the edge of a top bar's Send button, the padding between two
+ * controls), every element whose ink is within a touch target of it — 1/12 of the frame's
+ * short side above or below (≈ 34 dp on a 1080 px wide phone), twice that to the side,
+ * px — nearest first, at most 3. Empty when
+ * the point is on the target's ink or inside a bounded control that is all one target
+ * (SPEC S10: the gate classifies each like the target; they can only raise the tier).
+ */
+nearby_texts: Array<string>, 
+/**
+ * True when one of those nearby elements is drawn but reads as no text (an icon-only
+ * Send beside the point): the touch may hit an icon whose meaning was not read (SPEC S11;
+ * the gate treats it like an unreadable target).
+ */
+nearby_unreadable: boolean, 
+/**
  * The dialog the target sits in, if any.
  */
 dialog: DialogReading | null, 
