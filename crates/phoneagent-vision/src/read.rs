@@ -153,7 +153,11 @@ pub(crate) fn read_screen(
         let mut near: Vec<Item> = t
             .candidates
             .iter()
-            .filter(|o| !group.contains(o) && within_touch(o.bounds, p, touch))
+            .filter(|o| {
+                !group.contains(o)
+                    && !is_rule(o.bounds, w.min(h))
+                    && within_touch(o.bounds, p, touch)
+            })
             .copied()
             .collect();
         near.sort_by_key(|o| dist_to_rect(o.bounds, p));
@@ -279,6 +283,16 @@ fn within_touch(r: PxRect, p: (u32, u32), touch: u32) -> bool {
     let dx = r.left.saturating_sub(p.0).max(p.0.saturating_sub(r.right));
     let dy = r.top.saturating_sub(p.1).max(p.1.saturating_sub(r.bottom));
     dy <= touch && dx <= 2 * touch
+}
+
+/// A rule, not a control: a line at most `short / 120` px thick and at least `short / 6` px
+/// long (a divider, a field's border or focus stroke, an underline), where `short` is the
+/// frame's short side in px. No glyph or icon has that shape, and a touch beside it lands on
+/// the box it borders, which is read on its own (regression: the focused recipient field's
+/// blue bottom stroke made a tap into the subject field "next to an unreadable icon").
+fn is_rule(r: PxRect, short: u32) -> bool {
+    let (thin, long) = (r.width().min(r.height()), r.width().max(r.height()));
+    thin <= (short / 120).max(2) && long >= short / 6
 }
 
 /// The gap between two boxes, px (0 when they overlap).

@@ -278,3 +278,25 @@ async fn every_edge_of_a_committing_button_reads_its_label() {
         misses.join("\n")
     );
 }
+
+/// A tap in the empty middle of a filled text field reads that field and nothing it could
+/// miss into: the compose screen with a recipient typed and the keyboard up once read the
+/// subject field as "next to an unreadable icon" and held a harmless tap for approval
+/// (regression of the near-miss reading, session 17).
+#[tokio::test]
+async fn a_tap_inside_a_field_is_no_near_miss() {
+    let phone = Phone::start().await.unwrap();
+    phone
+        .frame_after("mail_compose", &["mail.to"])
+        .await
+        .unwrap();
+    phone.shell("input text bob@example.com").await.unwrap();
+    let f = phone.frame().unwrap();
+    if let Ok(dir) = std::env::var("PHONEAGENT_DEBUG_PNG") {
+        f.image.save(format!("{dir}/compose_typed.png")).unwrap();
+    }
+    for id in ["mail.subject", "mail.to", "mail.body"] {
+        let r = reader().read(&f.image, f.center(id), ReadPurpose::Tap);
+        assert!(!r.nearby_unreadable && !r.target_unreadable, "{id}: {r:#?}");
+    }
+}

@@ -350,14 +350,45 @@ impl Harness {
         self.sim.phone(&self.serial).unwrap().ground_truth()
     }
 
+    /// Run `task` to its end (at most 120 s). On a timeout the panic names the requests
+    /// still waiting for a human and the last events, so a hang says where it hangs.
     pub async fn run(&self, task: &str) -> RunOutcome {
-        tokio::time::timeout(
+        let mut watch = self.agent.subscribe();
+        let tail = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let recorder = {
+            let tail = tail.clone();
+            tokio::spawn(async move {
+                while let Ok(e) = watch.recv().await {
+                    let mut t = tail.lock().unwrap();
+                    if t.len() == 12 {
+                        t.pop_front();
+                    }
+                    t.push_back(format!("{:?}", e.event));
+                }
+            })
+        };
+        let out = tokio::time::timeout(
             Duration::from_secs(120),
             self.agent.run(task, CancellationToken::new()),
         )
-        .await
-        .expect("run finished in time")
-        .expect("run started")
+        .await;
+        recorder.abort();
+        match out {
+            Ok(r) => r.expect("run started"),
+            Err(_) => {
+                let pending: Vec<_> = self
+                    .approvals
+                    .pending()
+                    .into_iter()
+                    .map(|r| r.kind)
+                    .collect();
+                let tail: Vec<String> = tail.lock().unwrap().iter().cloned().collect();
+                panic!(
+                    "run not finished in 120 s; waiting for a human: {pending:?}; last events:\n{}",
+                    tail.join("\n")
+                )
+            }
+        }
     }
 
     pub fn drain(&mut self) -> Vec<AgentEvent> {
